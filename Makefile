@@ -1,0 +1,50 @@
+# RLark Console: `make run` starts the console, `make test` runs every test.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+PORT ?= 8000
+
+.PHONY: install run test lint bench clean
+
+install: $(VENV)/.installed static/vendor/.installed locale-compiled
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements.lock
+	$(PIP) install -q --no-deps --no-build-isolation -e .
+	touch $@
+
+static/vendor/.installed: package.json
+	npm install --no-audit --no-fund --silent
+	mkdir -p static/vendor
+	cp node_modules/htmx.org/dist/htmx.min.js static/vendor/
+	cp node_modules/@xterm/xterm/lib/xterm.js node_modules/@xterm/xterm/css/xterm.css static/vendor/
+	cp node_modules/@xterm/addon-fit/lib/addon-fit.js static/vendor/
+	touch $@
+
+locale-compiled:
+	@if command -v msgfmt >/dev/null; then $(PY) manage.py compilemessages -v0 --ignore=.venv --ignore=node_modules; fi
+
+run: install
+	$(PY) manage.py migrate --noinput -v0
+	$(PY) manage.py seed_demo
+	$(PY) manage.py runconsole --port $(PORT)
+
+test: install
+	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 || echo "could not install chromium"; fi
+	$(VENV)/bin/ruff check .
+	$(PY) manage.py makemigrations --check --dry-run -v0
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+bench: install
+	for b in bench/*.py; do $(PY) $$b; done
+
+clean:
+	rm -rf $(VENV) node_modules static/vendor var

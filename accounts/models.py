@@ -1,0 +1,50 @@
+"""API tokens and the audit log."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class APIToken(models.Model):
+    """A per-user API token. Only a SHA-256 hash of the key is stored; ``prefix`` (first 8 chars) identifies it."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(_("name"), max_length=128)
+    prefix = models.CharField(_("prefix"), max_length=12, db_index=True)
+    key_hash = models.CharField(_("key hash"), max_length=64, unique=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    last_used_at = models.DateTimeField(_("last used"), null=True, blank=True)
+    revoked = models.BooleanField(_("revoked"), default=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = _("API token")
+        verbose_name_plural = _("API tokens")
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class AuditEvent(models.Model):
+    """Who did what to which object, when. ``detail`` never holds secrets."""
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    actor_name = models.CharField(_("actor"), max_length=150, blank=True)
+    action = models.CharField(_("action"), max_length=64)
+    object_type = models.CharField(_("object type"), max_length=64, blank=True)
+    object_id = models.CharField(_("object"), max_length=255, blank=True)
+    detail = models.JSONField(_("detail"), default=dict, blank=True)
+    remote_addr = models.CharField(_("address"), max_length=64, blank=True)
+    at = models.DateTimeField(_("time"), auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-at"]
+        verbose_name = _("audit event")
+        verbose_name_plural = _("audit events")
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name} {self.action} {self.object_type}:{self.object_id}"

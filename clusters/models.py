@@ -1,0 +1,97 @@
+"""Clusters, their Nodes and image registry credentials."""
+
+from __future__ import annotations
+
+from django.core.validators import RegexValidator
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from rlark_console.crypto import EncryptedTextField
+
+dns_label = RegexValidator(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+    _("Use lowercase letters, numbers or hyphens; do not start or end with a hyphen."),
+)
+
+
+class Cluster(models.Model):
+    """A data-plane cluster: a real Kubernetes cluster or the embedded local runtime."""
+
+    class Runtime(models.TextChoices):
+        KUBERNETES = "kubernetes", _("Kubernetes")
+        LOCAL = "local", _("Local")
+
+    class Status(models.TextChoices):
+        ONLINE = "online", _("Online")
+        OFFLINE = "offline", _("Offline")
+        DEGRADED = "degraded", _("Degraded")
+
+    name = models.CharField(_("name"), max_length=63, unique=True, validators=[dns_label])
+    runtime = models.CharField(_("runtime"), max_length=16, choices=Runtime.choices, default=Runtime.LOCAL)
+    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.OFFLINE)
+    status_message = models.TextField(_("status message"), blank=True)
+    namespace = models.CharField(_("namespace"), max_length=63, default="rlark-system", validators=[dns_label])
+    pod_cidr = models.CharField(_("Pod CIDR"), max_length=43, blank=True)
+    service_cidr = models.CharField(_("Service CIDR"), max_length=43, blank=True)
+    in_cluster = models.BooleanField(_("in-cluster service account"), default=False)
+    kubeconfig = EncryptedTextField(_("kubeconfig"), blank=True)
+    allow_host_path = models.BooleanField(
+        _("allow hostPath mounts"),
+        default=False,
+        help_text=_("Host directories need an administrator's confirmation (seed 03)."),
+    )
+    last_sync_at = models.DateTimeField(_("last sync"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = _("cluster")
+        verbose_name_plural = _("clusters")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Node(models.Model):
+    """A node of a cluster as last synced. Resource maps: name -> number (cpu cores, memory bytes, counts)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
+    name = models.CharField(_("name"), max_length=253)
+    labels = models.JSONField(_("labels"), default=dict, blank=True)
+    annotations = models.JSONField(_("annotations"), default=dict, blank=True)
+    capacity = models.JSONField(_("capacity"), default=dict, blank=True)
+    allocatable = models.JSONField(_("allocatable"), default=dict, blank=True)
+    used = models.JSONField(_("used"), default=dict, blank=True)
+    gpu_model = models.CharField(_("GPU model"), max_length=128, blank=True)
+    category = models.CharField(_("category"), max_length=32, blank=True)
+    online = models.BooleanField(_("online"), default=True)
+    unschedulable = models.BooleanField(_("cordoned"), default=False)
+    last_seen = models.DateTimeField(_("last seen"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["cluster__name", "name"]
+        unique_together = [("cluster", "name")]
+        verbose_name = _("node")
+        verbose_name_plural = _("nodes")
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}/{self.name}"
+
+
+class ImageRegistry(models.Model):
+    """Credentials for pulling images whose reference starts with ``registry``."""
+
+    name = models.CharField(_("name"), max_length=63, unique=True, validators=[dns_label])
+    registry = models.CharField(_("registry host"), max_length=253)
+    username = models.CharField(_("username"), max_length=253, blank=True)
+    password = EncryptedTextField(_("password"), blank=True)
+    public = models.BooleanField(_("public (no credentials needed)"), default=False)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = _("image registry")
+        verbose_name_plural = _("image registries")
+
+    def __str__(self) -> str:
+        return self.registry

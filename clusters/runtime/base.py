@@ -1,0 +1,226 @@
+"""The data-plane runtime interface shared by every cluster kind.
+
+One implementation per ``Cluster.runtime`` value (``local`` and ``kubernetes``).
+Everything crossing this boundary is plain data (dataclasses, dicts, strings), so
+the control plane (``jobs.services``) never imports a runtime's internals.
+
+Data flow: Job spec -> ``jobs.spec.manifests`` builds one :class:`TaskManifest`
+per Task -> ``Runtime.apply_task`` -> ``Runtime.list_pods`` -> status sync.
+
+Units: GPU/device counts are integers, CPU in cores (float), memory in bytes,
+times are timezone-aware UTC ``datetime`` objects.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any, Protocol
+
+
+class RuntimeError_(Exception):
+    """A runtime call failed (cluster unreachable, API error, bad manifest).
+
+    ``reason`` is a short machine code (``unreachable``, ``unauthorized``,
+    ``not_found``, ``conflict``, ``invalid``, ``internal``); ``str(exc)`` is a
+    human message safe to show to users (it never contains credentials).
+    """
+
+    def __init__(self, message: str, reason: str = "internal") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class PodNotFound(RuntimeError_):
+    """The named Pod does not exist (any more)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, reason="not_found")
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeInfo:
+    """A node as the runtime reports it.
+
+    ``capacity``/``allocatable``/``used`` map resource names (``cpu`` in cores,
+    ``memory`` in bytes, ``nvidia.com/gpu``, ``rlinf.io/device-*`` as counts) to
+    numbers. ``used`` is the sum of requests of non-terminal pods on the node.
+    """
+
+    name: str
+    labels: dict[str, str]
+    annotations: dict[str, str] = dataclasses.field(default_factory=dict)
+    capacity: dict[str, float] = dataclasses.field(default_factory=dict)
+    allocatable: dict[str, float] = dataclasses.field(default_factory=dict)
+    used: dict[str, float] = dataclasses.field(default_factory=dict)
+    ready: bool = True
+    unschedulable: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ContainerState:
+    """State of the ``main`` container of a Pod.
+
+    ``state`` is ``waiting`` | ``running`` | ``terminated`` | ``unknown``;
+    ``reason`` e.g. ``ImagePullBackOff``, ``CrashLoopBackOff``, ``OOMKilled``,
+    ``Completed``, ``Error``; ``exit_code`` only for terminated (current or last).
+    ``last_exit_code``/``last_reason`` describe the previous instance, if any.
+    """
+
+    name: str = "main"
+    state: str = "unknown"
+    reason: str = ""
+    message: str = ""
+    exit_code: int | None = None
+    last_exit_code: int | None = None
+    last_reason: str = ""
+    restart_count: int = 0
+    ready: bool = False
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PodEvent:
+    """A Kubernetes-style event about a Pod (scheduling, pulling, ...)."""
+
+    type: str  # Normal | Warning
+    reason: str
+    message: str
+    last_time: datetime | None = None
+    count: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class PodInfo:
+    """One Worker Pod as the runtime reports it.
+
+    ``phase`` is Kubernetes' pod phase: ``Pending`` | ``Running`` | ``Succeeded``
+    | ``Failed`` | ``Unknown``. ``task`` is the Task (StatefulSet) name and
+    ``ordinal`` the StatefulSet ordinal (the number after the last ``-``).
+    ``uid`` changes whenever the Pod is re-created.
+    """
+
+    name: str
+    task: str
+    ordinal: int
+    uid: str = ""
+    phase: str = "Pending"
+    node: str = ""
+    ip: str = ""
+    container: ContainerState = dataclasses.field(default_factory=ContainerState)
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    conditions: tuple[dict[str, Any], ...] = ()
+    events: tuple[PodEvent, ...] = ()
+    message: str = ""
+    reason: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskManifest:
+    """Everything a runtime needs to run one Task (one StatefulSet).
+
+    ``workload`` is the StatefulSet-shaped dict (``apiVersion: apps/v1``,
+    ``kind: StatefulSet``, metadata, spec.replicas, spec.template) produced by
+    ``jobs.spec.manifests``; the ``main`` container already carries the wrapper
+    command and the injected env (``RLARK_*``, ``POD_NAME`` via downward API on
+    Kubernetes, ``RLARK_TASK_ROLE``). ``extra_objects`` are the other objects of
+    the Task (head Service, ConfigMap, PVCs, registry Secrets) as dicts.
+    """
+
+    job: str
+    task: str
+    namespace: str
+    ray_role: str  # head | worker
+    replicas: int
+    rank_start: int
+    total_nodes: int
+    head_task: str
+    workload: dict[str, Any]
+    extra_objects: tuple[dict[str, Any], ...] = ()
+
+
+class ExecStream(Protocol):
+    """An interactive exec session in a Pod's ``main`` container.
+
+    Bytes in/out are raw terminal bytes. ``read`` returns ``b""`` at EOF.
+    ``exit_code`` is set once the process has exited.
+    """
+
+    exit_code: int | None
+
+    def write(self, data: bytes) -> None: ...
+
+    def read(self, timeout: float = 0.1) -> bytes | None: ...
+
+    def resize(self, rows: int, cols: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Runtime(abc.ABC):
+    """Data-plane operations for one cluster. Implementations must be idempotent:
+    applying the same manifest twice, scaling to the current size or deleting
+    something already gone are no-ops, never errors.
+
+    Every method may raise :class:`RuntimeError_` (with ``reason``); the sync
+    loop turns ``unreachable``/``unauthorized`` into cluster status ``offline``.
+    """
+
+    @abc.abstractmethod
+    def ping(self) -> None:
+        """Check connectivity and permissions; raise RuntimeError_ with a clear reason."""
+
+    @abc.abstractmethod
+    def list_nodes(self) -> list[NodeInfo]:
+        """All nodes of the cluster with capacity, allocatable and used resources."""
+
+    @abc.abstractmethod
+    def apply_task(self, manifest: TaskManifest) -> None:
+        """Create or update the Task's workload and extra objects (server-side apply semantics)."""
+
+    @abc.abstractmethod
+    def scale_task(self, namespace: str, task: str, replicas: int) -> None:
+        """Set the Task's replica count; 0 stops every Worker (processes are killed)."""
+
+    @abc.abstractmethod
+    def delete_task(self, namespace: str, task: str, delete_storage: bool = False) -> None:
+        """Delete the workload, its Pods and the head Service; PVCs only if ``delete_storage``."""
+
+    @abc.abstractmethod
+    def restart_pods(self, namespace: str, task: str) -> None:
+        """Delete the Task's current Pods so they are re-created (used by Restart)."""
+
+    @abc.abstractmethod
+    def list_pods(self, namespace: str, job: str) -> list[PodInfo]:
+        """All Pods of a Job (label ``rlinf.io/job=<job>``) across its Tasks."""
+
+    @abc.abstractmethod
+    def read_log(
+        self,
+        namespace: str,
+        pod: str,
+        tail_lines: int | None = 1000,
+        previous: bool = False,
+    ) -> str:
+        """The ``main`` container's log text (last ``tail_lines`` lines; all if None).
+
+        Raises PodNotFound if the Pod is gone, RuntimeError_(reason="not_found")
+        if ``previous`` is asked for but there is no previous instance.
+        """
+
+    @abc.abstractmethod
+    def stream_log(self, namespace: str, pod: str, previous: bool = False) -> Iterator[bytes]:
+        """The whole ``main`` container log as byte chunks (constant memory), for downloads."""
+
+    @abc.abstractmethod
+    def exec(self, namespace: str, pod: str, command: list[str] | None = None) -> ExecStream:
+        """Open an interactive shell (bash, else sh) in the Pod's ``main`` container."""
+
+    def pod_metrics(self, namespace: str, job: str) -> dict[str, dict[str, float]] | None:
+        """Current CPU (cores) and memory (bytes) per Pod name, or None if not available."""
+        return None

@@ -1,0 +1,91 @@
+"""Node inventory: derive GPU model, category and resources from labels (upstream-rlark 10.2),
+and register the virtual nodes of a ``local`` cluster."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from clusters.models import Cluster, Node
+
+GPU_TOKEN = re.compile(r"(^|[./-])gpu($|[./-])")
+CATEGORIES = ("cloud", "edge", "robot")
+
+
+def gpu_model(labels: dict[str, str], annotations: dict[str, str]) -> str:
+    """``rlark.io/gpu-model`` then ``rlark.io/model`` (annotation before label); '' if none."""
+    for key in ("rlark.io/gpu-model", "rlark.io/model"):
+        value = (annotations.get(key) or labels.get(key) or "").strip()
+        if value:
+            return value
+    return ""
+
+
+def category(labels: dict[str, str], capacity: dict[str, Any]) -> str:
+    """First category from ``rlark.io/node-category-<c>=true`` labels, then ``rlark.io/node-category``;
+    a node with a positive GPU resource and no category is ``cloud``; else ``unknown``."""
+    found = [c for c in CATEGORIES if labels.get(f"rlark.io/node-category-{c}") == "true"]
+    found += [c.strip() for c in labels.get("rlark.io/node-category", "").split(",") if c.strip() in CATEGORIES]
+    if found:
+        return found[0]
+    if any(GPU_TOKEN.search(k) and float(v or 0) > 0 for k, v in capacity.items()):
+        return "cloud"
+    return "unknown"
+
+
+@transaction.atomic
+def upsert_local_nodes(cluster: Cluster, nodes: Iterable[dict[str, Any]]) -> list[Node]:
+    """Create/update a local cluster's virtual nodes from Kubernetes-style dicts
+    ``{"name", "labels", "capacity", "annotations"?}``. Each node also gets the label
+    ``kubernetes.io/hostname: <name>``; allocatable = capacity (nothing reserved)."""
+    rows = []
+    for spec in nodes:
+        labels = {**dict(spec.get("labels") or {}), "kubernetes.io/hostname": spec["name"]}
+        annotations = dict(spec.get("annotations") or {})
+        capacity = {k: _number(v) for k, v in (spec.get("capacity") or {}).items()}
+        node, _ = Node.objects.update_or_create(
+            cluster=cluster,
+            name=spec["name"],
+            defaults={
+                "labels": labels,
+                "annotations": annotations,
+                "capacity": capacity,
+                "allocatable": dict(capacity),
+                "gpu_model": gpu_model(labels, annotations),
+                "category": category(labels, capacity),
+                "online": True,
+                "last_seen": timezone.now(),
+            },
+        )
+        rows.append(node)
+    return rows
+
+
+_SUFFIX = {
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "m": 1e-3,
+}
+
+
+def _number(value: Any) -> float | int:
+    """Parse a Kubernetes quantity (``"256Gi"``, ``"500m"``, ``8``) into a number (bytes/cores/count)."""
+    if isinstance(value, (int, float)):
+        return value
+    text = str(value).strip()
+    for suffix in sorted(_SUFFIX, key=len, reverse=True):
+        if text.endswith(suffix):
+            number = float(text[: -len(suffix)]) * _SUFFIX[suffix]
+            return int(number) if number.is_integer() else number
+    number = float(text)
+    return int(number) if number.is_integer() else number

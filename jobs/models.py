@@ -1,0 +1,120 @@
+"""Jobs, the Tasks derived from their templates, and the Pods (Workers) of each Task.
+
+Vocabulary (seed 01-job-role-worker-task): a Job is one run; each ``spec.tasks[]``
+entry is a Task template (a role); the controller derives one Task per template
+(``<job>-<template>``), run as a StatefulSet whose Pods are the Workers, each one
+Ray node with ``RLINF_NODE_RANK = rank_start + ordinal``.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from clusters.models import Cluster
+
+
+class Phase(models.TextChoices):
+    """Job and Task phases (upstream-rlark 2.1; Succeeded/Failed are real here)."""
+
+    PENDING = "Pending", _("Pending")
+    RUNNING = "Running", _("Running")
+    SUCCEEDED = "Succeeded", _("Succeeded")
+    FAILED = "Failed", _("Failed")
+    STOPPED = "Stopped", _("Stopped")
+
+
+class Job(models.Model):
+    """A whole run. ``spec`` is the full ``rlinf.io/v1alpha1`` Job document (dict)."""
+
+    name = models.CharField(_("name"), max_length=63, unique=True)
+    display_name = models.CharField(_("display name"), max_length=128, blank=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs")
+    spec = models.JSONField(_("spec"), default=dict)
+    stopped = models.BooleanField(_("stopped"), default=False)
+    phase = models.CharField(_("phase"), max_length=16, choices=Phase.choices, default=Phase.PENDING)
+    message = models.TextField(_("message"), blank=True)
+    conditions = models.JSONField(_("conditions"), default=list, blank=True)
+    attempt = models.PositiveIntegerField(_("attempt"), default=1)
+    rlinf_config = models.TextField(_("attached RLinf config"), blank=True)
+    run_check = models.JSONField(_("run check settings"), default=dict, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+    started_at = models.DateTimeField(_("started"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = _("job")
+        verbose_name_plural = _("jobs")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Task(models.Model):
+    """The Task derived from one template: runs as StatefulSet ``name`` in ``namespace``."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks")
+    template_name = models.CharField(_("template"), max_length=63)
+    name = models.CharField(_("name"), max_length=127)
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="tasks")
+    namespace = models.CharField(_("namespace"), max_length=63)
+    role = models.CharField(_("role"), max_length=16, blank=True)
+    display_role = models.CharField(_("role name"), max_length=128, blank=True)
+    head = models.BooleanField(_("head"), default=False)
+    order = models.PositiveIntegerField(_("order"), default=0)
+    replicas = models.PositiveIntegerField(_("replicas"), default=1)
+    ready_replicas = models.PositiveIntegerField(_("ready"), default=0)
+    rank_start = models.PositiveIntegerField(_("node rank start"), default=0)
+    phase = models.CharField(_("phase"), max_length=16, choices=Phase.choices, default=Phase.PENDING)
+    message = models.TextField(_("message"), blank=True)
+    conditions = models.JSONField(_("conditions"), default=list, blank=True)
+    observed_nodes = models.JSONField(_("observed nodes"), default=list, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["job", "order"]
+        unique_together = [("job", "template_name")]
+        verbose_name = _("task")
+        verbose_name_plural = _("tasks")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Pod(models.Model):
+    """A Worker: one Pod of a Task, one Ray node. Mirrors the runtime's last report."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="pods")
+    name = models.CharField(_("name"), max_length=253)
+    ordinal = models.PositiveIntegerField(_("ordinal"), default=0)
+    uid = models.CharField(_("UID"), max_length=64, blank=True)
+    node = models.CharField(_("node"), max_length=253, blank=True)
+    ip = models.CharField(_("IP"), max_length=45, blank=True)
+    domain_ip = models.CharField(_("domain IP"), max_length=45, blank=True)
+    phase = models.CharField(_("phase"), max_length=16, default="Pending")
+    reason = models.CharField(_("reason"), max_length=128, blank=True)
+    message = models.TextField(_("message"), blank=True)
+    container_state = models.JSONField(_("container state"), default=dict, blank=True)
+    restart_count = models.PositiveIntegerField(_("restarts"), default=0)
+    exit_code = models.IntegerField(_("exit code"), null=True, blank=True)
+    events = models.JSONField(_("events"), default=list, blank=True)
+    created_at = models.DateTimeField(_("created"), null=True, blank=True)
+    started_at = models.DateTimeField(_("started"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["task", "ordinal"]
+        unique_together = [("task", "name")]
+        verbose_name = _("pod")
+        verbose_name_plural = _("pods")
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def rank(self) -> int:
+        """``RLINF_NODE_RANK`` of this Worker (upstream-rlark 4.2)."""
+        return self.task.rank_start + self.ordinal

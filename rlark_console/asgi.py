@@ -1,0 +1,31 @@
+"""ASGI entry point: HTTP through Django, websockets through Channels with session auth
+and an Origin check against ALLOWED_HOSTS (``AllowedHostsOriginValidator``)."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rlark_console.settings")
+django_asgi = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
+
+from rlark_console.routing import websocket_urlpatterns  # noqa: E402
+
+http_app = django_asgi
+if settings.RLARK_SERVE_STATIC:
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    http_app = ASGIStaticFilesHandler(django_asgi)
+
+application = ProtocolTypeRouter(
+    {
+        "http": http_app,
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    }
+)

@@ -1,0 +1,20 @@
+"""The Celery app. Broker: Redis when ``REDIS_URL`` is set, else an embedded SQLite broker."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rlark_console.settings")
+
+app = Celery("rlark_console")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@app.on_after_finalize.connect
+def _schedule(sender: Celery, **_kwargs) -> None:
+    from django.conf import settings
+
+    sender.add_periodic_task(settings.RLARK_SYNC_INTERVAL, sender.signature("jobs.tasks.sync_all"), name="sync-all")

@@ -1,0 +1,42 @@
+"""Top-level URL configuration."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from accounts import views as account_views
+
+admin.site.site_header = "RLark Console"
+admin.site.site_title = "RLark Console"
+admin.site.index_title = "Back office"
+
+api_v1 = [
+    path("", include("jobs.api_urls")),
+    path("", include("clusters.api_urls")),
+    path("", include("storage.api_urls")),
+    path("", include("sshkeys.api_urls")),
+    path("", include("domains.api_urls")),
+    path("", include("accounts.api_urls")),
+    path("", include("terminal.api_urls")),
+]
+
+urlpatterns = [
+    path("", account_views.overview, name="overview"),
+    path("login/", account_views.RateLimitedLoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/", include(api_v1)),
+    path("jobs/", include("jobs.urls")),
+    path("clusters/", include("clusters.urls")),
+    path("storage/", include("storage.urls")),
+    path("ssh-keys/", include("sshkeys.urls")),
+    path("domains/", include("domains.urls")),
+    path("terminal/", include("terminal.urls")),
+    path("account/", include("accounts.urls")),
+]

@@ -1,0 +1,151 @@
+"""Shared fixtures: Playwright on Debian Chromium, users, and the whole console as subprocesses."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("RLARK_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts"
+E2E_ADMIN_PASSWORD = "e2e-admin-pass-1"
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """Debian Chromium with the flags this closed network needs; never `playwright install`."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not installed")
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-quic",
+        ],
+    }
+
+
+@pytest.fixture
+def admin_user(django_user_model):
+    return django_user_model.objects.create_superuser("root", "", "root-pass-1")
+
+
+@pytest.fixture
+def alice(django_user_model):
+    return django_user_model.objects.create_user("alice", "", "alice-pass-1")
+
+
+@pytest.fixture
+def bob(django_user_model):
+    return django_user_model.objects.create_user("bob", "", "bob-pass-1")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _e2e_database_url(tmp: Path) -> str:
+    """A database of its own for the subprocess console: SQLite in ``tmp`` or, when
+    DATABASE_URL names PostgreSQL, a fresh ``<name>_e2e`` database beside it."""
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        return f"sqlite:///{tmp / 'e2e.sqlite3'}"
+    import psycopg
+
+    base, _, name = url.rpartition("/")
+    e2e_name = f"{name or 'rlark'}_e2e"
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{e2e_name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{e2e_name}"')
+    return f"{base}/{e2e_name}"
+
+
+class ConsoleServer:
+    """A running console (``manage.py runconsole``) with its own var dir and database."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "RLARK_VAR_DIR": str(tmp / "var"),
+            "DATABASE_URL": _e2e_database_url(tmp),
+            "RLARK_SYNC_INTERVAL": os.environ.get("RLARK_E2E_SYNC_INTERVAL", "2"),
+            "DEBUG": "0",
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.proc: subprocess.Popen | None = None
+        self.log_path = tmp / "console.log"
+
+    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), *args],
+            env=self.env,
+            cwd=ROOT,
+            check=check,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    def start(self) -> None:
+        self.manage("migrate", "--noinput", "-v0")
+        self.manage("seed_demo", "--password", E2E_ADMIN_PASSWORD)
+        log = open(self.log_path, "w")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), "runconsole", "--port", str(self.port)],
+            env=self.env,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.url + "/login/", timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError("console did not start:\n" + self.log_path.read_text()[-4000:])
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            import signal
+
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def console_server(tmp_path_factory):
+    """The whole console running as a user would start it (session-scoped)."""
+    server = ConsoleServer(tmp_path_factory.mktemp("console"))
+    server.start()
+    yield server
+    server.stop()
+    ARTIFACTS.mkdir(exist_ok=True)
+    shutil.copy(server.log_path, ARTIFACTS / "console.log")
