@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from django.db.models import Count, Q
 
+from accounts.policy import visible_jobs
 from clusters.models import Cluster
-from jobs.models import Job, Phase
-
-
-def visible_jobs(user):
-    """Jobs ``user`` may see: all for staff (admins), else their own."""
-    qs = Job.objects.all()
-    return qs if user.is_staff else qs.filter(owner=user)
+from jobs.models import Phase
 
 
 def overview_context(user) -> dict:
