@@ -34,8 +34,10 @@ run: install
 	$(PY) manage.py runconsole --port $(PORT)
 
 test: install
-	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 || echo "could not install chromium"; fi
+	@if { [ ! -x /usr/bin/chromium ] || [ ! -d /usr/share/fonts/opentype/noto ]; } && [ "$$(id -u)" = 0 ] \
+	  && command -v apt-get >/dev/null; then echo "installing Debian chromium and CJK fonts for browser tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk) \
+	  >/dev/null 2>&1 || echo "could not install chromium"; fi
 	$(VENV)/bin/ruff check .
 	$(PY) manage.py makemigrations --check --dry-run -v0
 	$(VENV)/bin/pytest $(PYTEST_ARGS)

@@ -40,6 +40,12 @@ def browser_type_launch_args(browser_type_launch_args):
     }
 
 
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    """Our users' browsers ask for Chinese first (the console's default language)."""
+    return {**browser_context_args, "locale": "zh-CN", "viewport": {"width": 1440, "height": 900}}
+
+
 @pytest.fixture
 def admin_user(django_user_model):
     return django_user_model.objects.create_superuser("root", "", "root-pass-1")
