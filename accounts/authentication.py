@@ -7,6 +7,7 @@ import secrets
 
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from accounts.models import APIToken
@@ -49,3 +50,18 @@ class APITokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):  # noqa: D102
         return "Token"
+
+
+class APITokenScheme(OpenApiAuthenticationExtension):
+    """Documents token authentication in the OpenAPI schema."""
+
+    target_class = "accounts.authentication.APITokenAuthentication"
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema):  # noqa: D102
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": 'API token from "API tokens": `Token <key>` (or `Bearer <key>`).',
+        }
