@@ -1,6 +1,8 @@
 """Account pages (API tokens are managed here by each user)."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from accounts import views
 
 app_name = "accounts"
-urlpatterns: list = []
+urlpatterns = [path("tokens/", views.tokens, name="tokens")]

@@ -41,3 +41,34 @@ class RateLimitedLoginView(auth_views.LoginView):
 def overview(request):
     """The landing page: clusters with node counts and health, the user's jobs by phase."""
     return render(request, "overview.html", overview_context(request.user))
+
+
+@login_required
+def tokens(request):
+    """API tokens page: list by prefix, create (the key is shown once on the response page), revoke."""
+    from django.contrib import messages
+
+    from accounts import services
+    from accounts.models import APIToken
+
+    new_key = None
+    status = 200
+    if request.method == "POST":
+        if request.POST.get("revoke"):
+            try:
+                token = services.revoke_token(request.user, request.POST["revoke"], request)
+            except (APIToken.DoesNotExist, ValueError):
+                status = 404
+            else:
+                messages.success(request, _("Token “%(name)s” revoked.") % {"name": token.name})
+        else:
+            try:
+                token, new_key = services.create_token(request.user, request.POST.get("name", ""), request)
+            except ValueError:
+                messages.error(request, _("Enter a name for the token."))
+                status = 400
+    context = {"tokens": services.tokens_for(request.user), "new_key": new_key}
+    response = render(request, "accounts/tokens.html", context, status=status)
+    if new_key:
+        response["Cache-Control"] = "no-store"
+    return response

@@ -1,5 +1,10 @@
 """REST API routes of the domains app (mounted under /api/v1/)."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from domains import api
+
+urlpatterns = [
+    path("domains/", api.DomainListView.as_view(), name="api-domains"),
+    path("domains/<str:name>/", api.DomainDetailView.as_view(), name="api-domain"),
+]

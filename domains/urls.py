@@ -1,6 +1,12 @@
-"""Pages of the domains app."""
+"""Pages of the domains app (administrators)."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from domains import views
 
 app_name = "domains"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.domain_list, name="list"),
+    path("<str:name>/", views.domain_detail, name="detail"),
+    path("<str:name>/delete/", views.domain_delete, name="delete"),
+]

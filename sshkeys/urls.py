@@ -1,6 +1,11 @@
 """Pages of the sshkeys app."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from sshkeys import views
 
 app_name = "sshkeys"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.key_list, name="list"),
+    path("<int:pk>/delete/", views.key_delete, name="delete"),
+]

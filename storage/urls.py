@@ -1,6 +1,8 @@
 """Pages of the storage app."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from storage import views
 
 app_name = "storage"
-urlpatterns: list = []
+urlpatterns = [path("", views.storage_list, name="list")]

@@ -1,0 +1,17 @@
+"""Back office: every user's SSH public keys (read-only key material)."""
+
+from django.contrib import admin
+
+from sshkeys.models import SSHPublicKey
+
+
+@admin.register(SSHPublicKey)
+class SSHPublicKeyAdmin(admin.ModelAdmin):
+    list_display = ["name", "owner", "key_type", "bits", "fingerprint", "created_at"]
+    list_filter = ["key_type"]
+    search_fields = ["name", "owner__username", "fingerprint"]
+    readonly_fields = ["owner", "key", "key_type", "bits", "fingerprint", "created_at"]
+    fields = ["owner", "name", "key", "key_type", "bits", "fingerprint", "created_at"]
+
+    def has_add_permission(self, request):  # keys are added by their owners (page or API) where they are validated
+        return False

@@ -1,0 +1,75 @@
+"""``/api/v1/ssh-keys/``: list, add ({name, key} -> 201), show, delete. Users see only their own keys."""
+
+from __future__ import annotations
+
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from sshkeys import services
+from sshkeys.models import SSHPublicKey
+
+
+class SSHKeySerializer(serializers.ModelSerializer):
+    owner = serializers.CharField(source="owner.username", read_only=True)
+    type = serializers.CharField(source="key_type", read_only=True)
+    public_key = serializers.CharField(source="key", read_only=True)
+    added_at = serializers.DateTimeField(source="created_at", read_only=True)
+
+    class Meta:
+        model = SSHPublicKey
+        fields = ["id", "name", "owner", "type", "bits", "fingerprint", "public_key", "added_at"]
+
+
+class SSHKeyCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=services.NAME_MAX, required=False, allow_blank=True)
+    key = serializers.CharField(trim_whitespace=True)
+
+
+def error_response(exc: services.SSHKeyError) -> Response:
+    """``{"code", "detail"}`` with 409 for duplicates, 400 otherwise."""
+    code = status.HTTP_409_CONFLICT if isinstance(exc, services.DuplicateKeyError) else status.HTTP_400_BAD_REQUEST
+    return Response({"code": exc.code, "detail": exc.message}, status=code)
+
+
+class SSHKeyListView(APIView):
+    """GET: the caller's keys (staff: all; ``?user=<name>`` filters). POST ``{name, key}`` -> 201."""
+
+    def get(self, request):
+        qs = services.visible_keys(request.user)
+        if request.query_params.get("user"):
+            qs = qs.filter(owner__username=request.query_params["user"])
+        return Response(SSHKeySerializer(qs, many=True).data)
+
+    def post(self, request):
+        ser = SSHKeyCreateSerializer(data=request.data)
+        if not ser.is_valid():
+            return Response({"code": "invalid", "detail": ser.errors}, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            key = services.add_key(request.user, ser.validated_data.get("name", ""), ser.validated_data["key"], request)
+        except services.SSHKeyError as exc:
+            return error_response(exc)
+        return Response(SSHKeySerializer(key).data, status=status.HTTP_201_CREATED)
+
+
+class SSHKeyDetailView(APIView):
+    """GET one key; DELETE it (404 for keys of other users)."""
+
+    def _get(self, request, pk):
+        try:
+            return services.get_key_for(request.user, pk)
+        except SSHPublicKey.DoesNotExist:
+            return None
+
+    def get(self, request, pk: int):
+        key = self._get(request, pk)
+        if key is None:
+            return Response({"detail": "not found"}, status=status.HTTP_404_NOT_FOUND)
+        return Response(SSHKeySerializer(key).data)
+
+    def delete(self, request, pk: int):
+        key = self._get(request, pk)
+        if key is None:
+            return Response({"detail": "not found"}, status=status.HTTP_404_NOT_FOUND)
+        services.delete_key(request.user, key, request)
+        return Response(status=status.HTTP_204_NO_CONTENT)
