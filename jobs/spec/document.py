@@ -1,0 +1,351 @@
+"""Parse, normalize and render Job documents (``rlinf.io/v1alpha1`` Job).
+
+- ``parse_text(text, content_type)`` -> ``(document | None, [Problem])`` (``yaml_invalid``/``document_invalid``).
+- ``normalize(document)`` -> a new document with defaults filled (upstream-rlark 2, 3.2, 7.4 and "goes further").
+- ``render_yaml(document)`` -> the YAML shown in the wizard preview, stored and returned by the API: stable key
+  order, empty values omitted. The same document always renders byte-identically.
+
+Shape contract for things upstream cannot express (RLark Console goes further):
+- ``spec.tasks[].cluster``: the chosen cluster name.
+- ``spec.sshPublicKeys``: list of public keys (upstream ``spec.sshPublicKey`` string is folded into it).
+- CPU/memory: ``resources.requests/limits.cpu|memory`` of container ``main``.
+- ``/dev/shm``: a volume ``{name: dshm, emptyDir: {medium: Memory, sizeLimit: <qty>}}`` mounted at ``/dev/shm``.
+- Display name: annotation ``rlark.io/display-name``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import secrets
+from typing import Any
+
+import yaml
+
+from jobs.spec.messages import Problem
+from jobs.spec.naming import pvc_name, to_resource_name
+
+API_VERSION = "rlinf.io/v1alpha1"
+KIND = "Job"
+DISPLAY_NAME = "rlark.io/display-name"
+RESTARTED_AT = "rlark.io/restarted-at"
+SHM_VOLUME = "dshm"
+SHM_PATH = "/dev/shm"
+GPU = "nvidia.com/gpu"
+MAX_TEXT = 1 << 20  # 1 MiB
+MAX_NODES = 200_000
+
+try:  # LibYAML when present: ~10x faster dumping and loading.
+    _BaseDumper = yaml.CSafeDumper
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _BaseDumper = yaml.SafeDumper
+    _Loader = yaml.SafeLoader
+
+
+def is_extended(resource: str) -> bool:
+    """GPU and device resources (requests must equal limits, integers)."""
+    return resource == GPU or resource.startswith("rlinf.io/") or resource.endswith("/gpu")
+
+
+def _too_big(value: Any) -> bool:
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def parse_text(text: str | bytes, content_type: str | None = None) -> tuple[dict | None, list[Problem]]:
+    """Parse a Job given as YAML or JSON text. ``content_type`` containing ``json`` forces JSON; otherwise YAML
+    (a superset of JSON). Returns ``(document, [])`` or ``(None, [Problem])``."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            return None, [Problem("", "document_invalid", {"detail": "not UTF-8 text"})]
+    if len(text) > MAX_TEXT:
+        return None, [Problem("", "document_invalid", {"detail": "larger than 1 MiB"})]
+    if not text.strip():
+        return None, [Problem("", "document_invalid", {"detail": "empty document"})]
+    if content_type and "json" in content_type.lower():
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            return None, [Problem("", "document_invalid", {"detail": f"invalid JSON: {exc}"})]
+    else:
+        try:
+            docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+        except yaml.YAMLError as exc:
+            detail = " ".join(str(exc).split())
+            return None, [Problem("", "yaml_invalid", {"detail": detail[:300]})]
+        if len(docs) != 1:
+            return None, [Problem("", "document_invalid", {"detail": f"expected one document, found {len(docs)}"})]
+        data = docs[0]
+    if not isinstance(data, dict):
+        return None, [Problem("", "document_invalid", {"detail": "the top level must be a mapping"})]
+    if _too_big(data):
+        return None, [Problem("", "document_invalid", {"detail": "too many elements"})]
+    return data, []
+
+
+def templates(document: dict) -> list:
+    """``spec.tasks`` (or ``[]``)."""
+    spec = document.get("spec") if isinstance(document, dict) else None
+    tasks = spec.get("tasks") if isinstance(spec, dict) else None
+    return tasks if isinstance(tasks, list) else []
+
+
+def pod_spec(template: dict) -> dict:
+    """``kubernetes.workload.template.spec`` of a template (``{}`` when absent)."""
+    try:
+        spec = template["kubernetes"]["workload"]["template"]["spec"]
+    except (KeyError, TypeError):
+        return {}
+    return spec if isinstance(spec, dict) else {}
+
+
+def display_name(document: dict) -> str:
+    """The ``rlark.io/display-name`` annotation (else label) or ``""``."""
+    meta = document.get("metadata") or {}
+    if not isinstance(meta, dict):
+        return ""
+    for key in ("annotations", "labels"):
+        value = (meta.get(key) or {}).get(DISPLAY_NAME) if isinstance(meta.get(key), dict) else None
+        if value:
+            return str(value)
+    return ""
+
+
+def generate_job_name(display: str) -> str:
+    """A DNS-label name from a display name plus a random 5-char suffix.
+
+    ``"PPO 训练"`` -> ``ppo-20-8bad-7ec3-x1k9z`` (suffix random)."""
+    base = re.sub(r"[^a-z0-9-]+", "-", to_resource_name(display)).strip("-")[:50].strip("-") or "job"
+    suffix = "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(5))
+    return f"{base}-{suffix}"
+
+
+def _set_default(d: dict, key: str, value: Any) -> None:
+    if d.get(key) in (None, ""):
+        d[key] = value
+
+
+def normalize(document: dict) -> dict:
+    """Return a normalized deep copy. Tolerates malformed parts (left for the validator to report).
+
+    Defaults: apiVersion/kind; ``agentType: Kubernetes``; ``head: false``; workload ``kind: StatefulSet``;
+    container ``main`` when a single container is unnamed; ``spec.stopped`` bool; ``spec.sshPublicKey`` folded into
+    ``spec.sshPublicKeys`` (deduplicated); template-level ``domain``/``sshPublicKey`` dropped (the Job's win);
+    display name label copied to the annotation; empty ``metadata.name`` generated from the display name;
+    GPU/device requests and limits mirrored (0 entries dropped); PVC claim names and ``pvcStorageMap`` recomputed
+    from the FINAL job name (upstream 3.2 "goes further"): ``pvc-<job>-<template>-<volume>``.
+    """
+    if not isinstance(document, dict):
+        return document
+    doc = copy.deepcopy(document)
+    _set_default(doc, "apiVersion", API_VERSION)
+    _set_default(doc, "kind", KIND)
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        meta = doc["metadata"] = {}
+    if isinstance(meta.get("name"), str):
+        meta["name"] = meta["name"].strip()
+    disp = display_name(doc)
+    if disp:
+        annotations = meta.get("annotations")
+        if not isinstance(annotations, dict):
+            annotations = meta["annotations"] = {}
+        annotations[DISPLAY_NAME] = disp
+    if not meta.get("name") and disp:
+        meta["name"] = generate_job_name(disp)
+    job = str(meta.get("name") or "")
+
+    spec = doc.get("spec")
+    if not isinstance(spec, dict):
+        return doc
+    keys: list[str] = []
+    legacy = spec.pop("sshPublicKey", None)
+    raw_keys = spec.get("sshPublicKeys")
+    if isinstance(raw_keys, str):
+        raw_keys = [raw_keys]
+    for key in [*(raw_keys if isinstance(raw_keys, list) else []), legacy]:
+        if isinstance(key, str) and key.strip() and key.strip() not in keys:
+            keys.append(key.strip())
+    if keys:
+        spec["sshPublicKeys"] = keys
+    else:
+        spec.pop("sshPublicKeys", None)
+    if isinstance(spec.get("domain"), str):
+        spec["domain"] = spec["domain"].strip()
+    spec["stopped"] = spec.get("stopped") is True
+
+    for t in templates(doc):
+        if not isinstance(t, dict):
+            continue
+        if isinstance(t.get("name"), str):
+            t["name"] = t["name"].strip()
+        _set_default(t, "agentType", "Kubernetes")
+        t["head"] = t.get("head") is True
+        t.pop("domain", None)
+        t.pop("sshPublicKey", None)
+        k8s = t.get("kubernetes")
+        if not isinstance(k8s, dict):
+            k8s = t["kubernetes"] = {}
+        workload = k8s.get("workload")
+        if not isinstance(workload, dict):
+            workload = k8s["workload"] = {}
+        _set_default(workload, "kind", "StatefulSet")
+        pspec = pod_spec(t)
+        containers = pspec.get("containers") if isinstance(pspec.get("containers"), list) else []
+        if len(containers) == 1 and isinstance(containers[0], dict) and not containers[0].get("name"):
+            containers[0]["name"] = "main"
+        for c in containers:
+            resources = c.get("resources") if isinstance(c, dict) else None
+            if isinstance(resources, dict):
+                _mirror_extended(resources)
+        _recompute_pvcs(job, t, workload, pspec)
+    return doc
+
+
+def _is_zero(value: Any) -> bool:
+    return str(value).strip() in ("0", "0.0", "")
+
+
+def _mirror_extended(resources: dict) -> None:
+    req = resources.get("requests") if isinstance(resources.get("requests"), dict) else None
+    lim = resources.get("limits") if isinstance(resources.get("limits"), dict) else None
+    for res in [*(req or {}), *(lim or {})]:
+        if not is_extended(res):
+            continue
+        if req is not None and res in req and _is_zero(req[res]):
+            del req[res]
+        if lim is not None and res in lim and _is_zero(lim[res]):
+            del lim[res]
+        if req is not None and res in req and (lim is None or res not in lim):
+            lim = resources.setdefault("limits", {}) if lim is None else lim
+            lim[res] = req[res]
+        elif lim is not None and res in lim and (req is None or res not in req):
+            req = resources.setdefault("requests", {}) if req is None else req
+            req[res] = lim[res]
+
+
+def _recompute_pvcs(job: str, template: dict, workload: dict, pspec: dict) -> None:
+    volumes = pspec.get("volumes") if isinstance(pspec.get("volumes"), list) else []
+    old_map = workload.get("pvcStorageMap") if isinstance(workload.get("pvcStorageMap"), dict) else {}
+    if not old_map and not any(isinstance(v, dict) and "persistentVolumeClaim" in v for v in volumes):
+        return
+    new_map: dict[str, Any] = {}
+    tname = str(template.get("name") or "")
+    for v in volumes:
+        if not isinstance(v, dict) or not isinstance(v.get("persistentVolumeClaim"), dict):
+            continue
+        pvc = v["persistentVolumeClaim"]
+        claim = str(pvc.get("claimName") or "")
+        if claim and claim not in old_map:
+            continue  # an existing claim the user named; no class to map
+        storage_class = old_map.get(claim) if claim else None
+        new_claim = pvc_name(job, tname, str(v.get("name") or "vol")) if job else claim
+        pvc["claimName"] = new_claim
+        if storage_class not in (None, ""):
+            new_map[new_claim] = storage_class
+        elif claim in old_map:
+            new_map[new_claim] = storage_class
+    if new_map:
+        workload["pvcStorageMap"] = new_map
+    else:
+        workload.pop("pvcStorageMap", None)
+
+
+# --- rendering -----------------------------------------------------------------------------------------------------
+
+_ORDER: dict[str, tuple[str, ...]] = {
+    "root": ("apiVersion", "kind", "metadata", "spec"),
+    "metadata": ("name", "annotations", "labels"),
+    "spec": ("tasks", "domain", "sshPublicKeys", "stopped"),
+    "task": (
+        "name",
+        "head",
+        "agentType",
+        "role",
+        "cluster",
+        "nodeSelector",
+        "prepareScript",
+        "runScript",
+        "tensorBoardDir",
+        "kubernetes",
+    ),
+    "kubernetes": ("workload",),
+    "workload": ("kind", "replicas", "template", "pvcStorageMap"),
+    "podTemplate": ("metadata", "spec"),
+    "podSpec": ("containers", "volumes"),
+    "container": ("name", "image", "env", "resources", "volumeMounts"),
+    "env": ("name", "value", "valueFrom"),
+    "resources": ("requests", "limits"),
+    "mount": ("name", "mountPath", "subPath", "readOnly"),
+    "volume": ("name", "hostPath", "persistentVolumeClaim", "emptyDir"),
+}
+_CHILD: dict[tuple[str, str], str] = {
+    ("root", "metadata"): "metadata",
+    ("root", "spec"): "spec",
+    ("spec", "tasks"): "task",
+    ("task", "kubernetes"): "kubernetes",
+    ("kubernetes", "workload"): "workload",
+    ("workload", "template"): "podTemplate",
+    ("podTemplate", "spec"): "podSpec",
+    ("podSpec", "containers"): "container",
+    ("podSpec", "initContainers"): "container",
+    ("podSpec", "volumes"): "volume",
+    ("container", "env"): "env",
+    ("container", "resources"): "resources",
+    ("container", "volumeMounts"): "mount",
+}
+_EMPTY = (None, "", [], {})
+
+
+def _clean(value: Any, ctx: str) -> Any:
+    if isinstance(value, dict):
+        order = _ORDER.get(ctx, ())
+        out: dict[str, Any] = {}
+        for key in (*[k for k in order if k in value], *[k for k in value if k not in order]):
+            v = _clean(value[key], _CHILD.get((ctx, key), ""))
+            if v is None or (isinstance(v, str | list | dict) and not v):
+                continue
+            out[key] = v
+        return out
+    if isinstance(value, list):
+        items = [_clean(v, ctx) for v in value]
+        return [v for v in items if not (v is None or (isinstance(v, str | list | dict) and not v))]
+    return value
+
+
+class _Dumper(_BaseDumper):
+    pass
+
+
+def _str_representer(dumper, data: str):
+    if "\n" in data:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
+
+
+_Dumper.add_representer(str, _str_representer)
+
+
+def clean(document: dict) -> dict:
+    """The document with stable key order and empty values (None, "", [], {}) removed; False and 0 are kept."""
+    return _clean(document, "root")
+
+
+def render_yaml(document: dict) -> str:
+    """Stable YAML of a (normalized) document; see module docstring."""
+    return yaml.dump(
+        clean(document), Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000
+    )

@@ -1,0 +1,362 @@
+"""Turn an RLinf Hydra config into RLark roles (rlinf.md sections 4, 5 and 8).
+
+``plan(config)`` reads ``cluster.num_nodes``, ``cluster.node_groups`` (labels, ``node_ranks``, ``env_configs``,
+``hardware``) and ``cluster.component_placement``, and proposes roles:
+
+- a signature per rank r = (labels of the groups containing r, hardware configs at r, env-config items covering r);
+- rank 0 is always its own Header role (replicas 1); following consecutive ranks with the same signature form one
+  role; without ``node_groups`` this gives Header [0] + ``worker`` x (num_nodes - 1);
+- problems in the config itself are reported (hardware ``node_rank`` outside its group's ranks ->
+  ``node_ranks_mismatch``, bad rank expressions, env_configs not a list, unknown group in a placement, ...).
+
+The roles always cover ranks ``0..num_nodes-1``, so their replicas sum to ``num_nodes``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from jobs.spec.messages import Problem
+from jobs.spec.ranks import RankErrors, format_ranks, parse_rank_config
+
+RESERVED_LABELS = ("cluster", "node")
+
+
+@dataclass
+class RLinfPlan:
+    """Result of ``plan``. ``roles``: ``[{name, head, role, replicas, rank_start, node_ranks, ranks, labels, env,
+    python_interpreter_path, hardware, gpus}]``; ``gpus`` is the per-Worker accelerator count the placement
+    implies (None when it cannot be derived, e.g. ``all``)."""
+
+    num_nodes: int = 0
+    roles: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+    @property
+    def workers(self) -> int:
+        return sum(r["replicas"] for r in self.roles)
+
+    def to_dict(self, lang: str = "zh-hans") -> dict[str, Any]:
+        return {
+            "valid": self.valid,
+            "num_nodes": self.num_nodes,
+            "workers": self.workers,
+            "roles": self.roles,
+            "problems": [p.to_dict(lang) for p in self.problems],
+        }
+
+
+def _err(detail: Exception | str) -> str:
+    return str(detail) or type(detail).__name__
+
+
+def load_config(config: dict | str) -> tuple[dict | None, list[Problem]]:
+    """YAML text or a mapping -> (mapping, problems)."""
+    if isinstance(config, dict):
+        return config, []
+    try:
+        data = yaml.safe_load(config or "")
+    except yaml.YAMLError as exc:
+        return None, [Problem("rlinf", "yaml_invalid", {"detail": _err(exc).splitlines()[0]})]
+    if not isinstance(data, dict):
+        return None, [Problem("rlinf", "rlinf_config_invalid", {"detail": "not a mapping"})]
+    return data, []
+
+
+def _env_vars(items: Any, path: str, problems: list[Problem]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if items is None:
+        return out
+    if not isinstance(items, list):
+        problems.append(Problem(path, "rlinf_group_invalid", {"detail": "env_vars must be a list of one-key maps"}))
+        return out
+    for item in items:
+        if not isinstance(item, dict) or len(item) != 1:
+            problems.append(Problem(path, "rlinf_group_invalid", {"detail": "env_vars items must be one-key maps"}))
+            continue
+        ((k, v),) = item.items()
+        if str(k) in out:
+            problems.append(Problem(path, "rlinf_group_invalid", {"detail": f"env var {k} is defined twice"}))
+        out[str(k)] = "" if v is None else str(v)
+    return out
+
+
+def _placement_max_rank(value: Any) -> int | None:
+    """Highest resource rank of a placement rank map (``"0-3"``, ``"0:0-1"``, ``0``); None for ``all``/bad."""
+    text = str(value)
+    best = None
+    for part in text.split(","):
+        res = part.split(":")[0].strip()
+        if not res:
+            continue
+        if res.lower() == "all":
+            return None
+        try:
+            ranks = parse_rank_config(res)
+        except RankErrors:
+            return None
+        if ranks:
+            best = max(best or 0, ranks[-1])
+    return best
+
+
+def plan(config: dict | str) -> RLinfPlan:
+    """Plan roles for an RLinf config (mapping or YAML text). Never raises for bad input: see ``problems``."""
+    data, problems = load_config(config)
+    result = RLinfPlan(problems=problems)
+    if data is None:
+        return result
+    cluster = data.get("cluster")
+    if not isinstance(cluster, dict):
+        problems.append(Problem("cluster", "rlinf_config_invalid", {"detail": "missing cluster section"}))
+        return result
+    num_nodes = cluster.get("num_nodes")
+    if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes <= 0:
+        problems.append(Problem("cluster.num_nodes", "rlinf_num_nodes_invalid"))
+        return result
+    result.num_nodes = num_nodes
+    all_ranks = range(num_nodes)
+
+    groups_raw = cluster.get("node_groups") or []
+    if not isinstance(groups_raw, list):
+        problems.append(Problem("cluster.node_groups", "rlinf_group_invalid", {"detail": "node_groups must be a list"}))
+        groups_raw = []
+
+    groups: list[dict[str, Any]] = []
+    seen_labels: set[str] = set()
+    hw_seen: dict[tuple[int, str], str] = {}
+    for gi, g in enumerate(groups_raw):
+        gpath = f"cluster.node_groups[{gi}]"
+        if not isinstance(g, dict):
+            problems.append(Problem(gpath, "rlinf_group_invalid", {"detail": "a node group must be a mapping"}))
+            continue
+        label = g.get("label")
+        if label is None or str(label) == "":
+            problems.append(Problem(f"{gpath}.label", "rlinf_group_invalid", {"detail": "label is required"}))
+            continue
+        label = str(label)
+        if label in RESERVED_LABELS:
+            problems.append(Problem(f"{gpath}.label", "rlinf_group_invalid", {"detail": f"label {label} is reserved"}))
+        if label in seen_labels:
+            problems.append(Problem(f"{gpath}.label", "rlinf_group_invalid", {"detail": f"duplicate label {label}"}))
+        seen_labels.add(label)
+        if "node_ranks" not in g:
+            problems.append(Problem(f"{gpath}.node_ranks", "rlinf_group_invalid", {"detail": "node_ranks is required"}))
+            continue
+        try:
+            ranks = parse_rank_config(g["node_ranks"], all_ranks)
+        except RankErrors as exc:
+            problems.append(
+                Problem(
+                    f"{gpath}.node_ranks", "rlinf_node_ranks_invalid", {"value": g["node_ranks"], "detail": _err(exc)}
+                )
+            )
+            continue
+        group = {"label": label, "ranks": set(ranks), "env_items": [], "hardware": {}, "hw_type": ""}
+        # env_configs: a list; ranks a subset of the group's, no overlap between items.
+        env_configs = g.get("env_configs")
+        if env_configs is not None and not isinstance(env_configs, list):
+            problems.append(
+                Problem(f"{gpath}.env_configs", "rlinf_group_invalid", {"detail": "env_configs must be a YAML list"})
+            )
+            env_configs = []
+        covered: set[int] = set()
+        for ei, item in enumerate(env_configs or []):
+            epath = f"{gpath}.env_configs[{ei}]"
+            if not isinstance(item, dict):
+                problems.append(Problem(epath, "rlinf_group_invalid", {"detail": "an env config must be a mapping"}))
+                continue
+            try:
+                eranks = set(parse_rank_config(item.get("node_ranks", ""), all_ranks))
+            except RankErrors as exc:
+                problems.append(
+                    Problem(
+                        f"{epath}.node_ranks",
+                        "rlinf_node_ranks_invalid",
+                        {"value": item.get("node_ranks"), "detail": _err(exc)},
+                    )
+                )
+                continue
+            if not eranks <= group["ranks"]:
+                problems.append(
+                    Problem(
+                        f"{epath}.node_ranks",
+                        "node_ranks_mismatch",
+                        {
+                            "detail": f"env_configs node_ranks {format_ranks(eranks)} of group {label} must be "
+                            f"within the group's node_ranks {format_ranks(group['ranks'])}"
+                        },
+                    )
+                )
+            if eranks & covered:
+                problems.append(
+                    Problem(
+                        f"{epath}.node_ranks",
+                        "node_ranks_mismatch",
+                        {"detail": f"env_configs of group {label} overlap at ranks {format_ranks(eranks & covered)}"},
+                    )
+                )
+            covered |= eranks
+            group["env_items"].append(
+                {
+                    "index": ei,
+                    "ranks": eranks & group["ranks"],
+                    "env": _env_vars(item.get("env_vars"), f"{epath}.env_vars", problems),
+                    "python_interpreter_path": str(item.get("python_interpreter_path") or ""),
+                }
+            )
+        hardware = g.get("hardware")
+        if hardware is not None:
+            if not isinstance(hardware, dict):
+                problems.append(Problem(f"{gpath}.hardware", "rlinf_group_invalid", {"detail": "must be a mapping"}))
+            else:
+                hw_type = str(hardware.get("type") or "")
+                group["hw_type"] = hw_type
+                for hi, hc in enumerate(hardware.get("configs") or []):
+                    hpath = f"{gpath}.hardware.configs[{hi}].node_rank"
+                    rank = hc.get("node_rank") if isinstance(hc, dict) else None
+                    if isinstance(rank, bool) or not isinstance(rank, int):
+                        problems.append(Problem(hpath, "rlinf_group_invalid", {"detail": "node_rank must be an int"}))
+                        continue
+                    if rank not in group["ranks"]:
+                        problems.append(
+                            Problem(
+                                hpath,
+                                "node_ranks_mismatch",
+                                {
+                                    "detail": f"node_rank {rank} in hardware config must be within node_ranks "
+                                    f"{format_ranks(group['ranks']) or '[]'} of group {label}"
+                                },
+                            )
+                        )
+                        continue
+                    if (rank, hw_type) in hw_seen:
+                        problems.append(
+                            Problem(
+                                hpath,
+                                "node_ranks_mismatch",
+                                {
+                                    "detail": f"{hw_type} at node_rank {rank} is also in group "
+                                    f"{hw_seen[(rank, hw_type)]}"
+                                },
+                            )
+                        )
+                    hw_seen[(rank, hw_type)] = label
+                    group["hardware"].setdefault(rank, []).append(hc)
+        groups.append(group)
+
+    # GPU hints from component_placement.
+    labels = {g["label"] for g in groups}
+    group_need: dict[str, int] = {}
+    global_need: int | None = None
+    global_unknown = False
+    placement = cluster.get("component_placement") or {}
+    if isinstance(placement, dict):
+        for comp, value in placement.items():
+            if isinstance(value, dict):
+                ng = value.get("node_group")
+                names = ng if isinstance(ng, list) else str(ng or "").split(",")
+                names = [str(n).strip() for n in names if str(n).strip()]
+                for n in names:
+                    if n not in labels and n not in RESERVED_LABELS:
+                        problems.append(
+                            Problem(
+                                f"cluster.component_placement.{comp}",
+                                "rlinf_group_unknown",
+                                {"component": comp, "group": n},
+                            )
+                        )
+                top = _placement_max_rank(value.get("placement", ""))
+                if top is not None and len(names) == 1:
+                    group_need[names[0]] = max(group_need.get(names[0], 0), top + 1)
+            else:
+                top = _placement_max_rank(value)
+                if top is None:
+                    global_unknown = True
+                else:
+                    global_need = max(global_need or 0, top + 1)
+    global_gpus = None if global_unknown or global_need is None else math.ceil(global_need / num_nodes)
+
+    def signature(r: int) -> tuple:
+        return (
+            tuple(g["label"] for g in groups if r in g["ranks"]),
+            tuple((g["label"], g["hw_type"]) for g in groups if r in g["hardware"]),
+            tuple((g["label"], e["index"]) for g in groups for e in g["env_items"] if r in e["ranks"]),
+        )
+
+    runs: list[list[int]] = [[0]]
+    for r in range(1, num_nodes):
+        if len(runs) > 1 and signature(r) == signature(runs[-1][-1]):
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+
+    used_names: set[str] = set()
+    for i, ranks in enumerate(runs):
+        sig_labels, sig_hw, _ = signature(ranks[0])
+        head = i == 0
+        base = "-".join(sig_labels) or ("header" if head else "worker")
+        name, n = base, 2
+        while name.lower() in used_names:
+            name, n = f"{base}-{n}", n + 1
+        used_names.add(name.lower())
+        env: dict[str, str] = {}
+        interpreter = ""
+        for g in groups:
+            for e in g["env_items"]:
+                if ranks[0] in e["ranks"]:
+                    env.update(e["env"])
+                    interpreter = interpreter or e["python_interpreter_path"]
+        hardware = None
+        for g in groups:
+            cfgs = [c for r in ranks for c in g["hardware"].get(r, [])]
+            if cfgs:
+                hardware = {"type": g["hw_type"], "configs": cfgs}
+                break
+        if sig_labels:
+            needs = [
+                math.ceil(group_need[lbl] / max(len(g["ranks"]), 1))
+                for g in groups
+                for lbl in [g["label"]]
+                if lbl in sig_labels and lbl in group_need and not g["hw_type"]
+            ]
+            robot = any(g["hw_type"] for g in groups if g["label"] in sig_labels)
+            gpus = max(needs) if needs else (0 if robot else None)
+        else:
+            robot = False
+            gpus = global_gpus
+        result.roles.append(
+            {
+                "name": name,
+                "head": head,
+                "role": "Env" if sig_hw or robot else "Actor",
+                "replicas": len(ranks),
+                "rank_start": ranks[0],
+                "node_ranks": format_ranks(ranks),
+                "ranks": ranks,
+                "labels": list(sig_labels),
+                "env": env,
+                "python_interpreter_path": interpreter,
+                "hardware": hardware,
+                "gpus": gpus,
+            }
+        )
+    return result
+
+
+def num_nodes_of(config: dict | str) -> int | None:
+    """``cluster.num_nodes`` of a config, or None."""
+    data, _ = load_config(config)
+    try:
+        n = data["cluster"]["num_nodes"]  # type: ignore[index]
+    except (TypeError, KeyError):
+        return None
+    return n if isinstance(n, int) and not isinstance(n, bool) else None

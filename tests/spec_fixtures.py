@@ -1,0 +1,103 @@
+"""Shared plain-data fixtures for the job spec tests: a small inventory and a valid 2-role job."""
+
+from __future__ import annotations
+
+import copy
+
+from jobs.spec.inventory import ClusterInfo, Inventory, NodeInfo, SSHKeyInfo
+
+GiB = 2**30
+SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice@laptop"
+
+
+def node(cluster: str, name: str, gpus: int = 8, **labels: str) -> NodeInfo:
+    return NodeInfo(
+        cluster=cluster,
+        name=name,
+        labels={"kubernetes.io/hostname": name, **labels},
+        capacity={"nvidia.com/gpu": gpus, "cpu": 16, "memory": 64 * GiB},
+        allocatable={"nvidia.com/gpu": gpus, "cpu": 16, "memory": 64 * GiB},
+        used={},
+    )
+
+
+def inventory() -> Inventory:
+    return Inventory(
+        clusters={
+            "local": ClusterInfo("local", "local", "online", True),
+            "other": ClusterInfo("other", "kubernetes", "online", False),
+        },
+        nodes=[
+            node("local", "gpu-0", pool="head"),
+            node("local", "gpu-1", pool="rollout"),
+            node("local", "gpu-2", pool="rollout"),
+            node("other", "o-0", pool="other"),
+        ],
+        storage_classes={("local", "oss-a"), ("other", "oss-b")},
+        domains={"d1"},
+        ssh_keys=[SSHKeyInfo(1, "laptop", SSH_KEY, "SHA256:x")],
+        registries=[],
+    )
+
+
+def template(name: str, selector: dict, replicas: int = 1, head: bool = False, gpu: str = "1", **extra) -> dict:
+    t = {
+        "name": name,
+        "head": head,
+        "agentType": "Kubernetes",
+        "role": "Actor" if head else "Rollout",
+        "cluster": "local",
+        "nodeSelector": selector,
+        "prepareScript": "source switch_env openvla",
+        "kubernetes": {
+            "workload": {
+                "kind": "StatefulSet",
+                "replicas": replicas,
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "main",
+                                "image": "rlinf/rlinf:agentic-rlinf0.4-maniskill_libero",
+                                "env": [{"name": "FOO", "value": "1"}, {"name": "RLARK_TASK_ROLE", "value": name}],
+                                "resources": {
+                                    "requests": {"nvidia.com/gpu": gpu, "cpu": "4", "memory": "16Gi"},
+                                    "limits": {"nvidia.com/gpu": gpu, "cpu": "4", "memory": "16Gi"},
+                                },
+                            }
+                        ]
+                    }
+                },
+            }
+        },
+    }
+    if head:
+        t["runScript"] = "cd /workspace/RLinf && bash examples/embodiment/run_embodiment.sh maniskill"
+    t.update(extra)
+    return t
+
+
+BASE = {
+    "apiVersion": "rlinf.io/v1alpha1",
+    "kind": "Job",
+    "metadata": {"name": "ppo-job", "annotations": {"rlark.io/display-name": "PPO 训练"}},
+    "spec": {
+        "tasks": [
+            template("actor", {"pool": "head"}, head=True, gpu="4"),
+            template("rollout", {"pool": "rollout"}, replicas=2, gpu="2"),
+        ],
+        "stopped": False,
+    },
+}
+
+
+def base_doc() -> dict:
+    return copy.deepcopy(BASE)
+
+
+def container(doc: dict, i: int) -> dict:
+    return doc["spec"]["tasks"][i]["kubernetes"]["workload"]["template"]["spec"]["containers"][0]
+
+
+def pod_spec(doc: dict, i: int) -> dict:
+    return doc["spec"]["tasks"][i]["kubernetes"]["workload"]["template"]["spec"]
