@@ -142,7 +142,8 @@ def clean_storage_class(data: dict, existing: StorageClass | None = None) -> tup
 
 def save_storage_class(data: dict, existing: StorageClass | None = None, actor=None, request=None) -> StorageClass:
     """Create (``existing`` None) or update a storage class from plain ``data`` (cluster, name, provider,
-    description and the provider fields). Name and cluster are immutable on update. Raises
+    description and the provider fields). On update missing fields keep their values; name and cluster are
+    immutable. Raises
     :class:`StorageError`. Audited ``storage_class.create|update`` without the secret."""
     errors: dict[str, str] = {}
     if existing is None:
@@ -162,6 +163,8 @@ def save_storage_class(data: dict, existing: StorageClass | None = None, actor=N
         cluster, name = existing.cluster, existing.name
         if data.get("name") not in (None, "", existing.name):
             errors["name"] = _("The storage class name cannot be changed.")
+        if data.get("provider") in (None, "", existing.provider):  # partial update: keep the other fields
+            data = {**existing.parameters, "provider": existing.provider, **data}
     try:
         params, secret = clean_storage_class(data, existing)
     except StorageError as exc:
