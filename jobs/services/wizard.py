@@ -16,6 +16,7 @@ Shapes
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -529,8 +530,10 @@ _STEP1_CODES = {
     "num_nodes_mismatch",
     "node_ranks_mismatch",
     "job_exists",
+    "task_name_too_long",
 }
 _STEP3_CODES = {"run_script_missing", "run_script_not_on_header", "domain_unknown", "ssh_key_unknown"}
+_STEP1_PATH = re.compile(r"spec\.tasks(\[\d+\]\.(name|head))?")
 _STEP3_FIELDS = ("runScript", "tensorBoardDir", "domain", "sshPublicKey")
 
 
@@ -554,7 +557,7 @@ def step_of(problem) -> int:
     """The wizard step where a validator problem is fixed (by code, then by path)."""
     code = getattr(problem, "code", "")
     path = str(getattr(problem, "path", "") or "")
-    if code in _STEP1_CODES or path.startswith("metadata"):
+    if code in _STEP1_CODES or path.startswith("metadata") or _STEP1_PATH.fullmatch(path):
         return 1
     if code in _STEP3_CODES or any(f in path for f in _STEP3_FIELDS):
         return 3

@@ -1,0 +1,562 @@
+"""The four-step job wizard (create, clone, edit, edit-and-restart), YAML paste/upload and RLinf import.
+
+Views are thin: the wizard state lives in the form fields (``jobs.services.wizard``), every step change POSTs
+the whole state, the server maps it to a Job document and runs the one validator (``jobs.spec.validator``);
+rendering and persistence go through ``jobs.spec.document`` and ``jobs.services.submission``.
+
+URLs (registered in ``jobs/urls.py`` before the job detail routes):
+``/jobs/new/`` (``?clone=<name>``, ``?type=Demo``), ``/jobs/new/match/<i>/``, ``/jobs/new/yaml/``,
+``/jobs/<name>/edit/`` (``?restart=1`` for "edit and restart").
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import path
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from accounts import policy
+from clusters.models import Cluster, Node
+from jobs.services import wizard as wz
+from jobs.spec.selectors import SelectorError, matches, parse_selector
+
+DEMO_JOB_YAML = Path(settings.BASE_DIR) / "examples" / "demo" / "job.yaml"
+
+
+# --------------------------------------------------------------------------- inventory for the UI
+
+
+def _lang() -> str:
+    return "en" if (get_language() or "").startswith("en") else "zh"
+
+
+class UIInventory:
+    """Clusters and nodes as the wizard shows them (read once per request)."""
+
+    def __init__(self) -> None:
+        self.clusters = list(Cluster.objects.all().order_by("name"))
+        self.nodes = list(Node.objects.select_related("cluster").order_by("cluster__name", "name"))
+
+    @property
+    def cluster_names(self) -> list[str]:
+        return [c.name for c in self.clusters]
+
+    def nodes_of(self, cluster: str) -> list[Node]:
+        return [n for n in self.nodes if n.cluster.name == cluster]
+
+    def cluster_kind(self, cluster: Cluster) -> str:
+        """``具身设备集群 / Embodied`` when a node is a robot/edge node or has a device, else cloud compute."""
+        for n in self.nodes_of(cluster.name):
+            if n.category in {"robot", "edge"} or any(str(k).startswith("rlinf.io/device") for k in n.capacity):
+                return _("Embodied")
+        return _("Cloud compute")
+
+    def label_chips(self, cluster: str) -> list[tuple[str, int]]:
+        """Every ``key=value`` label of the cluster's nodes with how many of its nodes carry it."""
+        counts: Counter[str] = Counter()
+        for n in self.nodes_of(cluster):
+            for k, v in sorted((n.labels or {}).items()):
+                counts[f"{k}={v}"] += 1
+        return sorted(counts.items())
+
+    def device_keys(self, cluster: str) -> list[str]:
+        keys = {str(k) for n in self.nodes_of(cluster) for k in (n.capacity or {}) if str(k).startswith("rlinf.io/")}
+        return sorted(keys)
+
+    def match(self, selector_text: str) -> dict[str, Any]:
+        """Live GLOBAL match of a selector: ``{error, empty, total, per_cluster: [(name, n)], nodes: [...]}``."""
+        try:
+            selector = parse_selector(selector_text)
+        except SelectorError as exc:
+            return {"error": str(exc), "empty": False, "total": 0, "per_cluster": [], "nodes": []}
+        if not selector:
+            return {"error": "", "empty": True, "total": 0, "per_cluster": [], "nodes": []}
+        hits = [n for n in self.nodes if matches(selector, n.labels)]
+        per = Counter(n.cluster.name for n in hits)
+        return {
+            "error": "",
+            "empty": False,
+            "total": len(hits),
+            "per_cluster": sorted(per.items()),
+            "nodes": [f"{n.cluster.name}/{n.name}" for n in hits],
+            "multivalue": any("," in v for v in selector.values()),
+        }
+
+    def infer_cluster(self, selector: dict) -> str:
+        """7.5: the cluster of the first node matching every selector key, else the first cluster."""
+        if selector:
+            for n in self.nodes:
+                if matches(selector, n.labels):
+                    return n.cluster.name
+        return self.cluster_names[0] if self.cluster_names else ""
+
+
+def _storage_classes(cluster: str) -> list[str]:
+    try:
+        from storage.services import classes_for_cluster  # H5
+
+        rows = classes_for_cluster(cluster)
+    except (ImportError, AttributeError):
+        from storage.models import StorageClass
+
+        rows = StorageClass.objects.filter(cluster__name=cluster)
+    return [getattr(r, "name", str(r)) for r in rows]
+
+
+def _domains() -> tuple[list[Any], str]:
+    from domains.models import Domain
+
+    domains = list(Domain.objects.order_by("name"))
+    try:
+        from domains.services import default_domain  # H5
+
+        default = default_domain()
+        default_name = getattr(default, "name", default) or ""
+    except (ImportError, AttributeError):
+        default_name = domains[0].name if len(domains) == 1 else ""
+    return domains, str(default_name or "")
+
+
+def _ssh_keys(user) -> list[Any]:
+    try:
+        from sshkeys.services import keys_for
+
+        return list(keys_for(user))
+    except (ImportError, AttributeError):
+        from sshkeys.models import SSHPublicKey
+
+        return list(SSHPublicKey.objects.filter(owner=user))
+
+
+# --------------------------------------------------------------------------- validation through H1
+
+
+def _validate(state: wz.WizardState, user, job=None):
+    """Map the state to a document, normalize it and run the one validator. Returns ``(document, result)``.
+
+    ``job``: the job being edited (its own Workers' resources are given back to their nodes)."""
+    from jobs.spec.document import normalize
+    from jobs.spec.inventory import Inventory
+    from jobs.spec.validator import validate
+
+    document = normalize(wz.to_document(state))
+    inventory = Inventory.from_db(user, exclude_job=job)
+    result = validate(document, inventory, rlinf_config=state.rlinf_config or None)
+    return document, result
+
+
+def _problem_rows(problems, lang: str) -> list[dict[str, Any]]:
+    rows = []
+    for p in problems:
+        message = p.message(lang) if hasattr(p, "message") else str(p)
+        rows.append({"path": p.path, "code": p.code, "message": message, "step": wz.step_of(p)})
+    return rows
+
+
+def _preview_yaml(document: dict) -> str:
+    """The exact YAML that will be stored (``document`` is already normalized)."""
+    from jobs.spec.document import render_yaml
+
+    return render_yaml(document)
+
+
+# --------------------------------------------------------------------------- the wizard page
+
+
+class Mode:
+    CREATE = "create"
+    EDIT = "edit"
+    RESTART = "restart"
+
+
+def _page_context(request, state, *, mode, job=None, errors=None, warnings=None, notice="", preview=""):
+    inv = UIInventory()
+    lang = _lang()
+    domains, default_domain = _domains()
+    roles = []
+    for i, role in enumerate(state.roles):
+        roles.append(
+            {
+                "i": i,
+                "role": role,
+                "head": i == state.header_index,
+                "kind": role.effective_kind,
+                "template_name": role.template_name,
+                "chips": inv.label_chips(role.cluster),
+                "match": inv.match(role.selector),
+                "device_keys": inv.device_keys(role.cluster),
+                "storage_classes": _storage_classes(role.cluster) if role.cluster else [],
+                "errors": [e for e in (errors or []) if wz.task_index(e["path"]) == i],
+            }
+        )
+    clusters = [
+        {"name": c.name, "status": c.status, "status_label": c.get_status_display(), "kind": inv.cluster_kind(c)}
+        for c in inv.clusters
+    ]
+    step_errors = [e for e in (errors or []) if e["step"] == state.step]
+    titles = {
+        Mode.CREATE: (_("NEW JOB"), _("Create job"), _("Submit Job")),
+        Mode.EDIT: (_("EDIT JOB"), _("Edit Job"), _("Save Changes")),
+        Mode.RESTART: (_("EDIT & RESTART"), _("Edit and restart job"), _("Save & Restart")),
+    }[mode]
+    steps = [(1, _("Roles & Resources")), (2, _("Worker Config")), (3, _("Common Config")), (4, _("YAML Preview"))]
+    error_steps = sorted({e["step"] for e in (errors or [])})
+    return {
+        "state": state,
+        "mode": mode,
+        "job": job,
+        "eyebrow": titles[0],
+        "title": titles[1],
+        "submit_label": titles[2],
+        "steps": steps,
+        "error_steps": error_steps,
+        "roles": roles,
+        "active": roles[state.active_role] if roles else None,
+        "clusters": clusters,
+        "job_types": [
+            ("RL", _("RL job")),
+            ("DataCollection", _("Data collection")),
+            ("Evaluation", _("Evaluation")),
+            ("Custom", _("Custom job")),
+            ("Demo", _("Demo (CartPole, local)")),
+        ],
+        "demo_available": DEMO_JOB_YAML.exists(),
+        "role_kinds": wz.ROLE_KINDS,
+        "domains": domains,
+        "default_domain": default_domain,
+        "ssh_keys": _ssh_keys(request.user),
+        "errors": errors or [],
+        "step_errors": step_errors,
+        "other_errors": [e for e in (errors or []) if e["step"] != state.step],
+        "warnings": warnings or [],
+        "notice": notice,
+        "preview": preview,
+        "post_url": request.path,
+        "lang": lang,
+        "more_roles": state.step == 2 and state.active_role < len(state.roles) - 1,
+    }
+
+
+def _render(request, context, status=200) -> HttpResponse:
+    template = "jobs/wizard_form.html" if request.headers.get("HX-Request") else "jobs/wizard.html"
+    return render(request, template, context, status=status)
+
+
+def _redirect(request, url: str) -> HttpResponse:
+    if request.headers.get("HX-Request"):
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return HttpResponseRedirect(url)
+
+
+def _split(action: str) -> tuple[str, list[str]]:
+    name, _sep, rest = action.partition(":")
+    return name, (rest.split(":", 1) if rest else [])
+
+
+def _int(value: str, default: int = -1) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _load_demo(inv: UIInventory) -> tuple[wz.WizardState | None, str]:
+    from jobs.spec.document import parse_text
+
+    if not DEMO_JOB_YAML.exists():
+        return None, _("The demo job (examples/demo/job.yaml) is not available.")
+    document, problems = parse_text(DEMO_JOB_YAML.read_text(), "application/yaml")
+    if document is None:
+        return None, "; ".join(p.message(_lang()) for p in problems)
+    state = wz.from_document(document, infer_cluster=inv.infer_cluster)
+    state.job_type = wz.DEMO_TYPE
+    return state, ""
+
+
+def _replicas_from_match(state: wz.WizardState, i: int, inv: UIInventory) -> None:
+    """Proposed replicas = the selector's GLOBAL match count (header: 1)."""
+    role = state.roles[i]
+    info = inv.match(role.selector)
+    role.replicas = "1" if i == state.header_index else str(info["total"])
+
+
+def _apply_action(request, state: wz.WizardState, action: str, mode: str, job) -> dict[str, Any]:
+    """Apply one wizard action to ``state``; returns extra context (errors, preview, notice) or a response."""
+    inv = UIInventory()
+    lang = "en" if _lang() == "en" else "zh-hans"
+    name, args = _split(action)
+    idx = _int(args[0]) if args else -1
+    role = state.roles[idx] if 0 <= idx < len(state.roles) else None
+    extra: dict[str, Any] = {}
+    if name == "template":
+        if state.job_type == wz.DEMO_TYPE:
+            demo, notice = _load_demo(inv)
+            if demo is None:
+                extra["notice"] = notice
+            else:
+                demo.name = state.name if mode != Mode.CREATE else demo.name
+                state.__dict__.update(demo.__dict__)
+        else:
+            wz.apply_job_type(state, state.job_type, inv.cluster_names)
+    elif name == "add_role":
+        wz.add_role(state, inv.cluster_names, lang)
+    elif name == "remove_role" and role:
+        wz.remove_role(state, idx)
+    elif name == "header" and role:
+        state.header = idx
+        if state.roles[idx].replicas.strip() in {"", "0"}:
+            state.roles[idx].replicas = "1"
+    elif name == "tab" and role:
+        state.active_role = idx
+        state.step = 2
+    elif name == "add_env" and role:
+        role.env.append(wz.EnvVar())
+    elif name == "add_dev" and role:
+        keys = inv.device_keys(role.cluster)
+        role.devices.append(wz.Device(keys[0] if keys else "", "1"))
+    elif name == "add_mnt" and role:
+        role.mounts.append(wz.Mount())
+    elif name in {"del_env", "del_dev", "del_mnt"} and role and len(args) > 1:
+        j = _int(args[1])
+        items = {"del_env": role.env, "del_dev": role.devices, "del_mnt": role.mounts}[name]
+        if 0 <= j < len(items):
+            del items[j]
+    elif name == "add_label" and role and len(args) > 1:
+        key, _sep, value = args[1].partition("=")
+        try:
+            selector = parse_selector(role.selector)
+        except SelectorError:
+            selector = {}
+        selector[key] = value
+        role.selector = ",".join(f"{k}={v}" for k, v in selector.items())
+        _replicas_from_match(state, idx, inv)
+    elif name == "clear_selector" and role:
+        role.selector = ""
+        role.replicas = "0"
+    elif name == "use_matches" and role:
+        _replicas_from_match(state, idx, inv)
+    elif name == "prev":
+        state.step = max(1, state.step - 1)
+    elif name in {"next", "goto", "submit"}:
+        target = 4 if name == "submit" else (state.step + 1 if name == "next" else _int(args[0] if args else "", 1))
+        target = min(max(target, 1), 4)
+        if target <= state.step and name != "submit":
+            state.step = target  # going back is free and clears the error
+            return extra
+        document, result = _validate(state, request.user, job)
+        errors = _problem_rows(result.errors, lang)
+        warnings = _problem_rows(result.warnings, lang)
+        blocking = [e for e in errors if e["step"] < target] if name != "submit" else errors
+        if blocking:
+            state.step = min(e["step"] for e in blocking)
+            first = next(
+                (e for e in blocking if e["step"] == state.step and wz.task_index(e["path"]) is not None), None
+            )
+            if state.step == 2 and first is not None:
+                state.active_role = wz.task_index(first["path"])
+            extra.update(errors=blocking, warnings=warnings)
+            return extra
+        state.step = target
+        if target == 4:
+            extra.update(preview=_preview_yaml(document), warnings=warnings)
+        if name == "submit":
+            return _submit(request, state, document, mode, job, extra)
+    return extra
+
+
+def _submit(request, state, document, mode, job, extra):
+    from jobs.services import submission
+
+    lang = "en" if _lang() == "en" else "zh-hans"
+    try:
+        if mode == Mode.CREATE:
+            kwargs = {"rlinf_config": state.rlinf_config} if state.rlinf_config else {}
+            saved = submission.create_job(request.user, document, **kwargs)
+        else:
+            saved = submission.update_job(request.user, job, document, restart=(mode == Mode.RESTART))
+    except submission.JobExists:
+        state.step = 1
+        extra["errors"] = [
+            {
+                "path": "metadata.name",
+                "code": "job_exists",
+                "step": 1,
+                "message": _("A job named %(name)s already exists.") % {"name": state.name},
+            }
+        ]
+        return extra
+    except submission.JobInvalid as exc:
+        errors = _problem_rows(exc.result.errors, lang)
+        state.step = min((e["step"] for e in errors), default=1)
+        extra.update(errors=errors, warnings=_problem_rows(exc.result.warnings, lang))
+        return extra
+    return {"response": _redirect(request, f"/jobs/{saved.name}/")}
+
+
+def _wizard(request: HttpRequest, *, mode: str, job=None) -> HttpResponse:
+    inv = UIInventory()
+    if request.method != "POST":
+        notice = ""
+        if job is not None:
+            state = wz.from_document(job.spec, infer_cluster=inv.infer_cluster)
+            state.name = job.name
+            state.rlinf_config = job.rlinf_config or ""
+        elif request.GET.get("clone"):
+            from jobs.services.submission import clone_document
+
+            source = policy.get_job_for(request.user, request.GET["clone"])
+            state = wz.from_document(clone_document(source), infer_cluster=inv.infer_cluster)
+            state.rlinf_config = source.rlinf_config or ""
+            if not state.name.endswith("-copy"):
+                state.name = f"{source.name}-copy"
+        elif request.GET.get("type") == wz.DEMO_TYPE:
+            state, notice = _load_demo(inv)
+            state = state or wz.initial_state(inv.cluster_names)
+        else:
+            state = wz.initial_state(inv.cluster_names)
+        if mode == Mode.CREATE and job is None and not request.GET.get("clone"):
+            _preselect_common(state)
+        return _render(request, _page_context(request, state, mode=mode, job=job, notice=notice))
+    state = wz.from_post(request.POST)
+    if job is not None:
+        state.name = job.name  # the name of an existing job cannot change
+    action = request.POST.get("action", "")
+    extra: dict[str, Any] = {}
+    if action == "import_rlinf":
+        extra = _import_rlinf(request, state, inv)
+    elif action:
+        extra = _apply_action(request, state, action, mode, job)
+    if "response" in extra:
+        return extra["response"]
+    if state.step == 4 and "preview" not in extra and not extra.get("errors"):
+        document, result = _validate(state, request.user, job)
+        lang = "en" if _lang() == "en" else "zh-hans"
+        extra["preview"] = _preview_yaml(document)
+        extra["warnings"] = _problem_rows(result.warnings, lang)
+    return _render(request, _page_context(request, state, mode=mode, job=job, **extra))
+
+
+def _preselect_common(state: wz.WizardState) -> None:
+    """A new job preselects the default domain (H5's rule: the only one)."""
+    _domains_list, default = _domains()
+    state.domain = default
+
+
+def _import_rlinf(request, state: wz.WizardState, inv: UIInventory) -> dict[str, Any]:
+    """Upload an RLinf Hydra YAML -> ``jobs.spec.rlinf.plan`` -> proposed roles (header = rank 0)."""
+    from jobs.spec import rlinf
+
+    upload = request.FILES.get("rlinf_file")
+    text = upload.read().decode("utf-8", "replace") if upload else request.POST.get("rlinf_text", "")
+    if not text.strip():
+        return {"notice": _("Choose an RLinf YAML file first.")}
+    lang = "en" if _lang() == "en" else "zh-hans"
+    try:
+        result = rlinf.plan(text)
+    except Exception as exc:  # noqa: BLE001 - unreadable YAML is shown to the user
+        return {"errors": [{"path": "rlinf", "code": "rlinf_invalid", "message": str(exc), "step": 1}]}
+    wz.apply_plan(state, result, inv.nodes, inv.cluster_names)
+    state.rlinf_config = text
+    state.step = 1
+    problems = _problem_rows(getattr(result, "problems", []) or [], lang)
+    for p in problems:
+        p["step"] = 1
+    notice = _("Imported %(n)d roles from the RLinf config (%(w)d workers = cluster.num_nodes %(nn)s).") % {
+        "n": len(state.roles),
+        "w": sum(wz._int(r.replicas) for r in state.roles),
+        "nn": getattr(result, "num_nodes", "?"),
+    }
+    return {"notice": notice, "errors": problems}
+
+
+@login_required
+def new_job(request: HttpRequest) -> HttpResponse:
+    """``/jobs/new/``: create (or clone with ``?clone=<name>``)."""
+    return _wizard(request, mode=Mode.CREATE)
+
+
+@login_required
+def edit_job(request: HttpRequest, name: str) -> HttpResponse:
+    """``/jobs/<name>/edit/`` (``?restart=1``: edit and restart)."""
+    job = policy.get_job_for(request.user, name)
+    if not policy.can_change_job(request.user, job):
+        raise PermissionDenied
+    restart = request.GET.get("restart") == "1" or request.POST.get("restart") == "1"
+    return _wizard(request, mode=Mode.RESTART if restart else Mode.EDIT, job=job)
+
+
+@login_required
+@require_POST
+def match_count(request: HttpRequest, index: int) -> HttpResponse:
+    """Live global match count of role ``index``'s selector (htmx partial)."""
+    inv = UIInventory()
+    selector = request.POST.get(f"r{index}-selector", "")
+    header = _int(request.POST.get("header", "0"), 0)
+    return render(
+        request,
+        "jobs/wizard_match.html",
+        {"r": {"i": index, "match": inv.match(selector), "head": index == header}},
+    )
+
+
+@login_required
+def yaml_job(request: HttpRequest) -> HttpResponse:
+    """``/jobs/new/yaml/``: paste or upload a Job YAML; validate, submit or open it in the wizard."""
+    from jobs.services import submission
+    from jobs.spec.document import parse_text
+
+    lang = "en" if _lang() == "en" else "zh-hans"
+    ctx: dict[str, Any] = {"text": "", "errors": [], "warnings": [], "valid": None}
+    if request.method == "POST":
+        upload = request.FILES.get("file")
+        text = upload.read().decode("utf-8", "replace") if upload else request.POST.get("text", "")
+        ctx["text"] = text
+        action = request.POST.get("action", "validate")
+        document, problems = parse_text(text, "application/yaml")
+        if document is None:
+            ctx["errors"] = _problem_rows(problems, lang)
+            return render(request, "jobs/wizard_yaml.html", ctx, status=400)
+        if action == "wizard":
+            inv = UIInventory()
+            state = wz.from_document(document, infer_cluster=inv.infer_cluster)
+            return render(request, "jobs/wizard.html", _page_context(request, state, mode=Mode.CREATE))
+        if action == "submit":
+            try:
+                saved = submission.create_job(request.user, text)
+            except submission.JobExists:
+                ctx["errors"] = [{"path": "metadata.name", "code": "job_exists", "message": _("This name exists.")}]
+                return render(request, "jobs/wizard_yaml.html", ctx, status=409)
+            except submission.JobInvalid as exc:
+                ctx["errors"] = _problem_rows(exc.result.errors, lang)
+                ctx["warnings"] = _problem_rows(exc.result.warnings, lang)
+                return render(request, "jobs/wizard_yaml.html", ctx, status=400)
+            return HttpResponseRedirect(f"/jobs/{saved.name}/")
+        from jobs.spec.inventory import Inventory
+        from jobs.spec.validator import validate
+
+        result = validate(document, Inventory.from_db(request.user))
+        ctx["errors"] = _problem_rows(result.errors, lang)
+        ctx["warnings"] = _problem_rows(result.warnings, lang)
+        ctx["valid"] = not result.errors
+        ctx["preview"] = _preview_yaml(document) if not result.errors else ""
+    return render(request, "jobs/wizard_yaml.html", ctx)
+
+
+urlpatterns = [
+    path("new/", new_job, name="wizard-new"),
+    path("new/match/<int:index>/", match_count, name="wizard-match"),
+    path("new/yaml/", yaml_job, name="wizard-yaml"),
+    path("<str:name>/edit/", edit_job, name="wizard-edit"),
+]
