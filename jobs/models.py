@@ -37,6 +37,11 @@ class Job(models.Model):
     message = models.TextField(_("message"), blank=True)
     conditions = models.JSONField(_("conditions"), default=list, blank=True)
     attempt = models.PositiveIntegerField(_("attempt"), default=1)
+    # Desired-state bookkeeping (Kubernetes style): every action bumps ``generation``;
+    # the controller sets ``observed_generation`` once the runtimes match it, so an
+    # interrupted reconcile (Celery worker killed) is retried by the periodic sync.
+    generation = models.PositiveIntegerField(_("generation"), default=1)
+    observed_generation = models.PositiveIntegerField(_("observed generation"), default=0)
     rlinf_config = models.TextField(_("attached RLinf config"), blank=True)
     run_check = models.JSONField(_("run check settings"), default=dict, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
@@ -68,6 +73,9 @@ class Task(models.Model):
     replicas = models.PositiveIntegerField(_("replicas"), default=1)
     ready_replicas = models.PositiveIntegerField(_("ready"), default=0)
     rank_start = models.PositiveIntegerField(_("node rank start"), default=0)
+    # What the controller last told the runtime: replica count and job attempt (restart bookkeeping).
+    applied_replicas = models.PositiveIntegerField(_("applied replicas"), default=0)
+    applied_attempt = models.PositiveIntegerField(_("applied attempt"), default=0)
     phase = models.CharField(_("phase"), max_length=16, choices=Phase.choices, default=Phase.PENDING)
     message = models.TextField(_("message"), blank=True)
     conditions = models.JSONField(_("conditions"), default=list, blank=True)

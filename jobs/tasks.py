@@ -1,15 +1,42 @@
-"""Celery tasks of the control plane."""
+"""Celery tasks of the control plane (all idempotent; safe to re-run or run twice)."""
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name="jobs.tasks.sync_all", ignore_result=True)
 def sync_all() -> None:
     """Periodic status sync of every cluster (Celery beat, every RLARK_SYNC_INTERVAL seconds)."""
-    try:
-        from jobs.services.sync import sync_all_clusters
-    except ImportError:  # the sync service is not built yet
-        return
+    from jobs.services.sync import sync_all_clusters
+
     sync_all_clusters()
+
+
+@shared_task(name="jobs.tasks.reconcile_job", ignore_result=True)
+def reconcile_job(job_id: int) -> None:
+    """Apply the job's desired state to its runtimes, then sync its status at once."""
+    from jobs.models import Job
+    from jobs.services import controller
+    from jobs.services.sync import sync_job
+
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None:  # deleted meanwhile
+        return
+    controller.reconcile(job)
+    sync_job(job)
+
+
+@shared_task(name="jobs.tasks.sync_job", ignore_result=True)
+def sync_job_task(job_id: int) -> None:
+    """Sync one job's status now."""
+    from jobs.models import Job
+    from jobs.services.sync import sync_job
+
+    job = Job.objects.filter(pk=job_id).first()
+    if job is not None:
+        sync_job(job)

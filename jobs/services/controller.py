@@ -1,37 +1,405 @@
 """Job controller: turns stored Jobs into Tasks on runtimes and handles lifecycle actions.
 
-CONTRACT (stable signatures; the bodies are being built - see issue 4). Every function is
-idempotent and safe to re-run. ``actor`` is the acting user (for the audit log) or None.
+Every function is idempotent and safe to re-run. ``actor`` is the acting user (for the
+audit log) or None.
+
+Model (seed 01-job-role-worker-task; upstream-rlark 4.1, 4.2, 6.1, 6.2):
+
+- One :class:`~jobs.models.Task` per ``spec.tasks[]`` template, named ``<job>-<template>``,
+  on the cluster named by the template's ``cluster`` field, in that cluster's namespace,
+  with ``rank_start`` = prefix sum of the replicas of the templates before it
+  (``RLINF_NODE_RANK = rank_start + ordinal`` is computed by the wrapper scripts).
+- Actions only change the desired state in the database (``stopped``, ``attempt``) and bump
+  ``Job.generation``; :func:`reconcile` (a Celery task, see :func:`request_reconcile`) then
+  drives every runtime to it and records ``observed_generation``. The periodic sync re-runs
+  reconcile for any job whose ``observed_generation`` lags, so a killed worker loses nothing.
+- RLark Console goes further than upstream (6.2): start and restart re-create every Worker
+  (a new run, never a resume; they also work from Succeeded/Failed, ``attempt`` += 1), edits
+  add Tasks for new templates and delete the Tasks of removed ones.
 """
 
 from __future__ import annotations
 
-from jobs.models import Job
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from clusters.models import Cluster
+from clusters.runtime.base import Runtime, RuntimeError_, TaskManifest
+from jobs.models import Job, Phase, Pod, Task
+
+logger = logging.getLogger(__name__)
+
+TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
+
+_locks_guard = threading.Lock()
+_locks: dict[int, threading.RLock] = defaultdict(threading.RLock)
+
+
+@contextmanager
+def job_lock(job_id: int) -> Iterator[None]:
+    """Serialise reconcile and status sync of one job inside this process (Celery threads pool)."""
+    with _locks_guard:
+        lock = _locks[job_id]
+    with lock:
+        yield
+
+
+def runtime_for(cluster: Cluster) -> Runtime:
+    """The runtime driving ``cluster`` (``clusters.runtime.registry.get_runtime``)."""
+    from clusters.runtime.registry import get_runtime
+
+    return get_runtime(cluster)
+
+
+# --- the Job document -------------------------------------------------------------------------
+
+
+def _set_spec_stopped(job: Job) -> None:
+    """Keep the stored document's ``spec.stopped`` equal to ``job.stopped`` (the YAML tab shows it)."""
+    doc = dict(job.spec or {})
+    if isinstance(doc.get("spec"), dict) and doc["spec"].get("stopped") is not job.stopped:
+        doc["spec"] = {**doc["spec"], "stopped": job.stopped}
+        job.spec = doc
+
+
+def job_spec(job: Job) -> dict[str, Any]:
+    """``job.spec`` holds the whole ``rlinf.io/v1alpha1`` document; return its ``spec`` part."""
+    doc = job.spec or {}
+    inner = doc.get("spec")
+    return inner if isinstance(inner, dict) else doc
+
+
+def task_plan(job: Job) -> list[dict[str, Any]]:
+    """The Tasks ``job`` should have, in template order, from ``jobs.spec.layout.task_layout``.
+
+    Returns ``[{"template", "name", "cluster", "head", "role", "display_role", "replicas",
+    "rank_start", "order"}]``: ``name`` = ``<job>-<template>``, ``rank_start`` = prefix sum of
+    the replicas of the templates before it (upstream-rlark 4.2; first match wins on duplicate
+    template names, which the validator rejects anyway).
+    """
+    from jobs.spec.layout import task_layout
+
+    document = {**(job.spec or {}), "metadata": {**((job.spec or {}).get("metadata") or {}), "name": job.name}}
+    plan, seen = [], set()
+    for entry in task_layout(document):
+        if not entry.template_name or entry.template_name in seen:
+            continue
+        seen.add(entry.template_name)
+        plan.append(
+            {
+                "template": entry.template_name,
+                "name": entry.task_name,
+                "cluster": entry.cluster,
+                "head": entry.head,
+                "role": entry.role[:16],
+                "display_role": entry.display_role[:128],
+                "replicas": entry.replicas,
+                "rank_start": entry.rank_start,
+                "order": entry.order,
+            }
+        )
+    return plan
+
+
+def _manifests(job: Job, clusters: dict[str, Cluster]) -> dict[str, TaskManifest]:
+    """Task name -> manifest, built by ``jobs.spec.manifests.build_task_manifests`` (shared by runtimes).
+
+    Passes the job's own clusters, its SSH public keys (``spec.sshPublicKeys``, key lines) and the
+    console -> Kubernetes StorageClass names of the storage app.
+    """
+    from jobs.spec.manifests import build_task_manifests
+    from storage.models import StorageClass
+
+    storage_classes = {
+        sc.name: str((sc.parameters or {}).get("storage_class_name") or sc.name)
+        for sc in StorageClass.objects.filter(provider=StorageClass.Provider.KUBERNETES)
+    }
+    keys = [k for k in job_spec(job).get("sshPublicKeys") or [] if isinstance(k, str)]
+    document = {**(job.spec or {}), "spec": {**job_spec(job), "stopped": job.stopped}}
+    built = build_task_manifests(job.name, document, clusters=clusters, ssh_keys=keys, storage_classes=storage_classes)
+    return {m.task: m for m in built}
+
+
+# --- reconcile --------------------------------------------------------------------------------
 
 
 def request_reconcile(job: Job) -> None:
-    """Schedule (Celery) or run a reconcile of ``job``: create/update/scale/delete its Tasks."""
+    """Schedule a reconcile of ``job`` (Celery task ``jobs.tasks.reconcile_job``), then a status sync.
+
+    Bumps ``job.generation`` so the periodic sync retries if the task is lost. With
+    ``CELERY_TASK_ALWAYS_EAGER`` (tests) the reconcile runs right here, synchronously;
+    otherwise it is enqueued after the current transaction commits.
+    """
+    Job.objects.filter(pk=job.pk).update(generation=job.generation + 1)
+    job.generation += 1
+    from jobs.tasks import reconcile_job
+
+    if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False):
+        reconcile_job.apply(args=(job.pk,))
+        job.refresh_from_db()
+        return
+    job_id = job.pk
+    transaction.on_commit(lambda: _enqueue(reconcile_job, job_id))
+
+
+def _enqueue(task, job_id: int) -> None:
+    try:
+        task.delay(job_id)
+    except Exception:  # broker down: the periodic sync picks the job up (generation lags)
+        logger.exception("could not enqueue reconcile of job %s", job_id)
 
 
 def reconcile(job: Job) -> None:
-    """Bring the runtimes in line with ``job.spec`` and ``job.stopped`` now."""
+    """Bring the runtimes in line with ``job.spec``, ``job.stopped`` and ``job.attempt`` now.
+
+    Steps: delete Tasks of removed templates (workload first, then the row); create/update the
+    Task rows; apply every Task's manifest (replicas 0 when stopped or finished); re-create the
+    Pods of Tasks that were running under an older attempt. Runtime errors are recorded on the
+    Task (``message``) and leave ``observed_generation`` behind so the periodic sync retries.
+    """
+    with job_lock(job.pk):
+        job.refresh_from_db()
+        generation = job.generation
+        errors = _reconcile_locked(job)
+        if not errors:
+            Job.objects.filter(pk=job.pk, observed_generation__lt=generation).update(observed_generation=generation)
+            job.observed_generation = max(job.observed_generation, generation)
 
 
-def stop(job: Job, actor=None) -> Job:
-    """Set ``stopped``, scale every Task to 0, phase Stopped."""
+def _reconcile_locked(job: Job) -> list[str]:
+    plan = task_plan(job)
+    clusters = {c.name: c for c in Cluster.objects.filter(name__in={p["cluster"] for p in plan})}
+    existing = {t.template_name: t for t in job.tasks.select_related("cluster")}
+    errors: list[str] = []
+    runtimes: dict[int, Runtime] = {}
+
+    def rt(cluster: Cluster) -> Runtime:
+        if cluster.pk not in runtimes:
+            runtimes[cluster.pk] = runtime_for(cluster)
+        return runtimes[cluster.pk]
+
+    wanted = {p["template"] for p in plan if p["cluster"] in clusters}
+    for template, task in list(existing.items()):
+        if template not in wanted or clusters[_plan_of(plan, template)["cluster"]].pk != task.cluster_id:
+            try:
+                rt(task.cluster).delete_task(task.namespace, task.name)
+            except RuntimeError_ as exc:
+                errors.append(f"{task.name}: {exc}")
+                continue
+            task.delete()
+            del existing[template]
+
+    tasks: list[Task] = []
+    for p in plan:
+        cluster = clusters.get(p["cluster"])
+        if cluster is None:
+            errors.append(f"{p['name']}: unknown cluster {p['cluster']!r}")
+            continue
+        values = {
+            "name": p["name"],
+            "cluster": cluster,
+            "namespace": cluster.namespace,
+            "role": p["role"],
+            "display_role": p["display_role"],
+            "head": p["head"],
+            "order": p["order"],
+            "replicas": p["replicas"],
+            "rank_start": p["rank_start"],
+        }
+        task = existing.get(p["template"])
+        if task is None:
+            task = Task.objects.create(job=job, template_name=p["template"], **values)
+        else:
+            changed = [k for k, v in values.items() if getattr(task, k) != v]
+            for key in changed:
+                setattr(task, key, values[key])
+            if changed:
+                task.save(update_fields=["cluster" if k == "cluster" else k for k in changed])
+        tasks.append(task)
+
+    run = not job.stopped and job.phase not in TERMINAL
+    manifests: dict[str, TaskManifest] = {}
+    if run and tasks:
+        try:
+            manifests = _manifests(job, clusters)
+        except Exception as exc:  # a spec the builder rejects: show it, do not crash the worker
+            logger.exception("manifests of job %s", job.name)
+            errors.append(f"manifests: {exc}")
+            _set_job_message(job, f"Cannot build the Task manifests: {exc}")
+            return errors
+    if run and job.started_at is None:
+        Job.objects.filter(pk=job.pk).update(started_at=timezone.now())
+
+    for task in tasks:
+        try:
+            runtime = rt(task.cluster)
+            if run:
+                manifest = manifests.get(task.name)
+                if manifest is None:
+                    raise RuntimeError_(f"no manifest was built for Task {task.name}", reason="invalid")
+                recreate = task.applied_replicas > 0 and task.applied_attempt != job.attempt
+                # Record the intent first: a crash after apply must still let stop scale it down.
+                _mark_applied(task, max(manifest.replicas, task.applied_replicas), job.attempt)
+                runtime.apply_task(manifest)
+                if recreate:
+                    runtime.restart_pods(task.namespace, task.name)
+                _mark_applied(task, manifest.replicas, job.attempt)
+            elif task.applied_replicas:
+                from jobs.services.sync import archive_task_logs
+
+                archive_task_logs(job, task)  # logs stay readable once the Pods are gone
+                try:
+                    runtime.scale_task(task.namespace, task.name, 0)
+                except RuntimeError_ as exc:
+                    if exc.reason != "not_found":
+                        raise
+                _mark_applied(task, 0, task.applied_attempt)
+            if task.message.startswith("Runtime error: "):
+                task.message = ""
+                task.save(update_fields=["message"])
+        except RuntimeError_ as exc:
+            errors.append(f"{task.name}: {exc}")
+            if task.message != f"Runtime error: {exc}":
+                task.message = f"Runtime error: {exc}"
+                task.save(update_fields=["message"])
+        except Exception as exc:  # noqa: BLE001 - one bad cluster must not block the others
+            logger.exception("reconcile of task %s", task.name)
+            errors.append(f"{task.name}: {exc}")
+    return errors
+
+
+def _plan_of(plan: list[dict[str, Any]], template: str) -> dict[str, Any]:
+    return next(p for p in plan if p["template"] == template)
+
+
+def _mark_applied(task: Task, replicas: int, attempt: int) -> None:
+    if task.applied_replicas != replicas or task.applied_attempt != attempt:
+        task.applied_replicas, task.applied_attempt = replicas, attempt
+        task.save(update_fields=["applied_replicas", "applied_attempt"])
+
+
+def _set_job_message(job: Job, message: str) -> None:
+    if job.message != message:
+        job.message = message
+        Job.objects.filter(pk=job.pk).update(message=message)
+
+
+# --- actions ----------------------------------------------------------------------------------
+
+
+def _audit(actor, action: str, job: Job, request=None, **detail: Any) -> None:
+    from accounts.audit import record
+
+    record(actor, action, "job", job.name, request=request, **detail)
+
+
+def stop(job: Job, actor=None, request=None) -> Job:
+    """Set ``stopped``, scale every Task to 0, phase Stopped (shown at once, upstream 6.1).
+
+    Pods disappear within one reconcile (the runtime kills each Worker's process group).
+    Stopping a finished job is a no-op apart from ``stopped`` (upstream: terminal jobs
+    cannot be stopped; the page disables the button).
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        job = Job.objects.select_for_update().get(pk=job.pk)
+        job.stopped = True
+        _set_spec_stopped(job)
+        fields = ["stopped", "spec", "updated_at"]
+        if job.phase not in TERMINAL:
+            job.phase = Phase.STOPPED
+            job.message = "Job stopped"
+            job.finished_at = job.finished_at or now
+            from jobs.services.status import set_condition
+
+            job.conditions = set_condition(job.conditions, "Stopped", True, "StoppedByUser", "Job stopped", now)
+            fields += ["phase", "message", "finished_at", "conditions"]
+            job.tasks.exclude(phase=Phase.STOPPED).update(phase=Phase.STOPPED, ready_replicas=0, message="")
+        job.save(update_fields=fields)
+        _audit(actor, "job.stop", job, request)
+        request_reconcile(job)
     return job
 
 
-def start(job: Job, actor=None) -> Job:
-    """Clear ``stopped`` and re-create the Workers (a new run, not a resume)."""
+def start(job: Job, actor=None, request=None) -> Job:
+    """Clear ``stopped`` and re-create the Workers: a new run, not a resume from a checkpoint.
+
+    From Stopped, Succeeded or Failed the job goes back to Pending with ``attempt`` += 1 and
+    a fresh start time; starting a job that is already running only re-applies it.
+    """
+    with transaction.atomic():
+        job = Job.objects.select_for_update().get(pk=job.pk)
+        if job.stopped or job.phase in (*TERMINAL, Phase.STOPPED):
+            _new_attempt(job)
+        _audit(actor, "job.start", job, request, attempt=job.attempt)
+        request_reconcile(job)
     return job
 
 
-def restart(job: Job, actor=None) -> Job:
-    """Re-create every Worker of the job (also from Succeeded/Failed; attempt += 1)."""
+def restart(job: Job, actor=None, request=None) -> Job:
+    """Re-create every Worker of the job (also from Succeeded/Failed/Stopped; ``attempt`` += 1)."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update().get(pk=job.pk)
+        _new_attempt(job)
+        _audit(actor, "job.restart", job, request, attempt=job.attempt)
+        request_reconcile(job)
     return job
 
 
-def delete(job: Job, actor=None) -> None:
-    """Remove the job's workloads from every runtime, then the job row."""
-    job.delete()
+def _new_attempt(job: Job) -> None:
+    """Reset the job to a fresh Pending run (upstream 6.1 "on entering Pending", plus attempt)."""
+    job.stopped = False
+    _set_spec_stopped(job)
+    job.attempt += 1
+    job.phase = Phase.PENDING
+    job.message = "Starting Workers"
+    job.started_at = timezone.now()
+    job.finished_at = None
+    job.conditions = []
+    job.save(
+        update_fields=[
+            "stopped",
+            "spec",
+            "attempt",
+            "phase",
+            "message",
+            "started_at",
+            "finished_at",
+            "conditions",
+            "updated_at",
+        ]
+    )
+    job.tasks.update(phase=Phase.PENDING, ready_replicas=0, message="", conditions=[])
+    Pod.objects.filter(task__job=job).delete()
+
+
+def delete(job: Job, actor=None, request=None) -> None:
+    """Remove the job's workloads from every runtime, then the job row.
+
+    Raises :class:`RuntimeError_` (and keeps the job, marked stopped) when a runtime cannot
+    delete a workload, so nothing keeps running unseen; the page shows ``删除失败：<msg>``.
+    """
+    with job_lock(job.pk):
+        errors = []
+        for task in job.tasks.select_related("cluster"):
+            try:
+                runtime_for(task.cluster).delete_task(task.namespace, task.name)
+            except RuntimeError_ as exc:
+                errors.append(f"{task.name}: {exc}")
+        if errors:
+            if not job.stopped:
+                Job.objects.filter(pk=job.pk).update(stopped=True)
+            raise RuntimeError_("; ".join(errors), reason="unreachable")
+        _audit(actor, "job.delete", job, request)
+        from jobs.services.sync import forget_job_logs
+
+        forget_job_logs(job.name)
+        job.delete()

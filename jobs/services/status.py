@@ -1,0 +1,248 @@
+"""Read side of job status: the status document of the API, Worker rows of the pages, logs.
+
+Vocabulary from seed 01-job-role-worker-task: a Worker is the console's view of one Pod of a
+Task (one Ray node); before the first sync a Worker row has no Pod details (the page then says
+``暂无 Pod 详情，等待任务同步`` / "No Pod details yet, waiting for sync").
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from clusters.runtime.base import PodNotFound, RuntimeError_
+from jobs.models import Job, Phase, Pod, Task
+
+# Bounds of the log API (seed 02: the Logs tab reads at most the last 1000 lines per Pod).
+DEFAULT_TAIL = 1000
+MAX_TAIL = 100_000
+
+
+def set_condition(
+    conditions: list[dict[str, Any]],
+    type_: str,
+    status: bool,
+    reason: str,
+    message: str,
+    now: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """Return ``conditions`` with condition ``type_`` set (Kubernetes style).
+
+    Shape of each entry: ``{"type", "status": "True"|"False", "reason", "message",
+    "lastTransitionTime": ISO-8601 UTC}``; the transition time only changes when ``status``
+    flips. The input list is not modified.
+    """
+    now = now or timezone.now()
+    value = "True" if status else "False"
+    out = [dict(c) for c in conditions or []]
+    for cond in out:
+        if cond.get("type") == type_:
+            if cond.get("status") != value:
+                cond["lastTransitionTime"] = now.isoformat()
+            cond.update(status=value, reason=reason, message=message)
+            return out
+    out.append(
+        {"type": type_, "status": value, "reason": reason, "message": message, "lastTransitionTime": now.isoformat()}
+    )
+    return out
+
+
+def get_condition(conditions: list[dict[str, Any]], type_: str) -> dict[str, Any] | None:
+    return next((c for c in conditions or [] if c.get("type") == type_), None)
+
+
+def runtime_seconds(job: Job, now: datetime | None = None) -> int | None:
+    """Real run time in seconds: start of the current attempt -> finish (or now); None before start."""
+    if job.started_at is None:
+        return None
+    end = job.finished_at or now or timezone.now()
+    return max(0, int((end - job.started_at).total_seconds()))
+
+
+def format_duration(seconds: int | None) -> str:
+    """``1h 02m 03s`` / ``4m 05s`` / ``7s``; ``—`` when unknown."""
+    if seconds is None:
+        return "—"
+    hours, rest = divmod(int(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m {secs:02d}s"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+def pod_ready(pod: Pod) -> bool:
+    """A Worker counts as ready when its Pod runs and its ``main`` container is up."""
+    state = pod.container_state or {}
+    return pod.phase == "Running" and bool(state.get("ready") or state.get("state") == "running")
+
+
+def worker_rows(job: Job, tasks: list[Task] | None = None) -> list[dict[str, Any]]:
+    """One row per Worker: every expected replica of every Task, plus any extra Pod seen.
+
+    Row: ``{"name", "role", "task", "taskPhase", "ordinal", "rank", "pod": Pod|None, "node",
+    "ip", "domainIp", "phase", "restarts", "started", "ready", "exitCode", "reason", "message"}``.
+    ``pod`` is None (and ``phase`` the Task's phase) until the sync has seen the Pod.
+    """
+    if tasks is None:
+        tasks = list(job.tasks.prefetch_related("pods").all())
+    rows = []
+    for task in tasks:
+        pods = {p.ordinal: p for p in task.pods.all()}
+        ordinals = sorted(set(range(task.replicas)) | set(pods))
+        for ordinal in ordinals:
+            pod = pods.get(ordinal)
+            rows.append(
+                {
+                    "name": pod.name if pod else f"{task.name}-{ordinal}",
+                    "role": task.display_role or task.template_name,
+                    "task": task.name,
+                    "taskPhase": task.phase,
+                    "head": task.head,
+                    "ordinal": ordinal,
+                    "rank": task.rank_start + ordinal,
+                    "pod": pod,
+                    "node": pod.node if pod else "",
+                    "ip": pod.ip if pod else "",
+                    "domainIp": pod.domain_ip if pod else "",
+                    "phase": pod.phase if pod else task.phase,
+                    "restarts": pod.restart_count if pod else 0,
+                    "started": pod.started_at if pod else None,
+                    "created": pod.created_at if pod else None,
+                    "ready": pod_ready(pod) if pod else False,
+                    "exitCode": pod.exit_code if pod else None,
+                    "reason": pod.reason if pod else "",
+                    "message": pod.message if pod else "",
+                }
+            )
+    return rows
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def job_status(job: Job) -> dict[str, Any]:
+    """The ``status`` object of ``GET /api/v1/jobs/{name}/`` (issue 4, API section).
+
+    ``{"phase", "message", "conditions": [...], "attempt", "startTime", "endTime",
+    "runtimeSeconds", "tasks": [{"name", "template", "phase", "message", "replicas", "ready",
+    "rankStart", "cluster"}], "workers": [{"name", "role", "task", "pod", "node", "ip", "phase",
+    "restarts", "started", "rank", "domainIp"}]}``; ``pod`` is null before the first sync.
+    """
+    tasks = list(job.tasks.select_related("cluster").prefetch_related("pods"))
+    return {
+        "phase": job.phase,
+        "message": job.message,
+        "conditions": list(job.conditions or []),
+        "attempt": job.attempt,
+        "startTime": _iso(job.started_at),
+        "endTime": _iso(job.finished_at),
+        "runtimeSeconds": runtime_seconds(job),
+        "tasks": [
+            {
+                "name": t.name,
+                "template": t.template_name,
+                "phase": t.phase,
+                "message": t.message,
+                "replicas": t.replicas,
+                "ready": t.ready_replicas,
+                "rankStart": t.rank_start,
+                "cluster": t.cluster.name,
+            }
+            for t in tasks
+        ],
+        "workers": [
+            {
+                "name": row["name"],
+                "role": row["role"],
+                "task": row["task"],
+                "pod": row["pod"].name if row["pod"] else None,
+                "node": row["node"],
+                "ip": row["ip"],
+                "phase": row["phase"],
+                "restarts": row["restarts"],
+                "started": _iso(row["started"]),
+                "rank": row["rank"],
+                "domainIp": row["domainIp"],
+            }
+            for row in worker_rows(job, tasks)
+        ],
+    }
+
+
+def workers_summary(job: Job) -> tuple[int, int]:
+    """``(ready, total)`` Workers from the Task rows (cheap; list page)."""
+    ready = total = 0
+    for task in job.tasks.all():
+        ready += task.ready_replicas
+        total += task.replicas
+    return ready, total
+
+
+def status_sentence(job: Job) -> str:
+    """Key of the detail header's status sentence (upstream-rlark 8.3)."""
+    if job.phase == Phase.STOPPED or job.stopped:
+        return "stopped"
+    if job.phase == Phase.PENDING:
+        return "waiting"
+    if job.phase == Phase.SUCCEEDED:
+        return "completed"
+    if job.phase == Phase.FAILED:
+        return "failed"
+    return "active"
+
+
+# --- logs -------------------------------------------------------------------------------------
+
+
+def log_archive_path(job_name: str, pod_name: str, previous: bool = False) -> Path:
+    """Where the last lines of a Pod's log are kept once its job stops or ends (VAR_DIR/logs)."""
+    suffix = ".previous.log" if previous else ".log"
+    return Path(settings.VAR_DIR) / "logs" / job_name / f"{pod_name}{suffix}"
+
+
+def _tail(text: str, lines: int | None) -> str:
+    if lines is None:
+        return text
+    parts = text.splitlines(keepends=True)
+    return "".join(parts[-lines:]) if lines > 0 else ""
+
+
+def read_worker_log(job: Job, pod_name: str, tail: int | None = DEFAULT_TAIL, previous: bool = False) -> str:
+    """The ``main`` container log of Worker ``pod_name`` of ``job`` (last ``tail`` lines).
+
+    Reads from the runtime; when the Pod is gone (job stopped or finished) falls back to the
+    copy the sync archived before scaling it down. Raises ``Pod.DoesNotExist`` when the Pod
+    is not one of this job's Workers, :class:`PodNotFound` when neither the runtime nor the
+    archive has its log, :class:`RuntimeError_` for other runtime failures.
+    """
+    task = _task_of_pod(job, pod_name)
+    from jobs.services.controller import runtime_for
+
+    try:
+        return runtime_for(task.cluster).read_log(task.namespace, pod_name, tail_lines=tail, previous=previous)
+    except RuntimeError_ as exc:
+        archived = log_archive_path(job.name, pod_name, previous)
+        if archived.is_file():
+            return _tail(archived.read_text(errors="replace"), tail)
+        if isinstance(exc, PodNotFound) or exc.reason == "not_found":
+            raise
+        raise
+
+
+def _task_of_pod(job: Job, pod_name: str) -> Task:
+    """The Task of ``pod_name``: a synced Pod row, else ``<task>-<ordinal>`` of an expected replica."""
+    pod = Pod.objects.filter(task__job=job, name=pod_name).select_related("task__cluster").first()
+    if pod is not None:
+        return pod.task
+    for task in job.tasks.select_related("cluster"):
+        prefix, _, ordinal = pod_name.rpartition("-")
+        if prefix == task.name and ordinal.isdigit():
+            return task
+    raise Pod.DoesNotExist(pod_name)
