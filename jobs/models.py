@@ -126,3 +126,6 @@ class Pod(models.Model):
     def rank(self) -> int:
         """``RLINF_NODE_RANK`` of this Worker (upstream-rlark 4.2)."""
         return self.task.rank_start + self.ordinal
+
+
+from jobs.models_metrics import MetricSample  # noqa: E402,F401  (issue 7 metrics; own module)
