@@ -1,0 +1,146 @@
+"""Per-cluster API clients for the official ``kubernetes`` package, and error translation.
+
+- One ``ApiClient`` per cluster, built from the decrypted kubeconfig with
+  ``kubernetes.config.new_client_from_config_dict`` (or the in-cluster service account); the library's global
+  default configuration is never touched, so many clusters with different credentials coexist.
+- urllib3 retries are off (a dead cluster answers fast and never stalls the sync of the others); every call
+  gets an explicit ``(connect, read)`` timeout (settings ``RLARK_K8S_CONNECT_TIMEOUT`` / ``RLARK_K8S_READ_TIMEOUT``,
+  seconds, default 3 / 15).
+- :func:`translate` maps every failure to ``RuntimeError_`` with a reason and a message that never contains
+  credentials (only the API server address and the server's own error text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import Any
+
+import yaml
+from django.conf import settings
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from clusters.runtime.base import PodNotFound, RuntimeError_
+
+_CACHE: dict[tuple, k8s.ApiClient] = {}
+_LOCK = threading.Lock()
+
+
+def timeouts() -> tuple[float, float]:
+    """``(connect, read)`` seconds for ordinary API calls."""
+    return (
+        float(getattr(settings, "RLARK_K8S_CONNECT_TIMEOUT", 3)),
+        float(getattr(settings, "RLARK_K8S_READ_TIMEOUT", 15)),
+    )
+
+
+def _fingerprint(cluster: Any) -> tuple:
+    secret = cluster.kubeconfig or ""
+    digest = hashlib.sha256(secret.encode()).hexdigest()
+    return (getattr(cluster, "pk", None) or cluster.name, bool(cluster.in_cluster), digest)
+
+
+def build_api_client(cluster: Any) -> k8s.ApiClient:
+    """A fresh ApiClient for ``cluster`` (``.kubeconfig`` plain text YAML/JSON, ``.in_cluster``).
+
+    Raises RuntimeError_(reason="invalid") for a kubeconfig that cannot be parsed or has no usable context."""
+    cfg = k8s.Configuration()
+    cfg.retries = 0
+    try:
+        if cluster.in_cluster:
+            k8s_config.load_incluster_config(client_configuration=cfg)
+            api = k8s.ApiClient(cfg)
+        else:
+            data = yaml.safe_load(cluster.kubeconfig or "")
+            if not isinstance(data, dict):
+                raise RuntimeError_("the kubeconfig is not a YAML/JSON mapping", reason="invalid")
+            api = k8s_config.new_client_from_config_dict(data, persist_config=False, client_configuration=cfg)
+    except RuntimeError_:
+        raise
+    except k8s_config.ConfigException as exc:
+        raise RuntimeError_(f"invalid kubeconfig: {_first_line(str(exc))}", reason="invalid") from None
+    except yaml.YAMLError:
+        raise RuntimeError_("invalid kubeconfig: not valid YAML", reason="invalid") from None
+    except Exception as exc:  # bad base64 cert data, missing files ...
+        raise RuntimeError_(f"invalid kubeconfig: {type(exc).__name__}", reason="invalid") from None
+    api.configuration.retries = 0
+    api.user_agent = "rlark-console"
+    return api
+
+
+def api_client_for(cluster: Any) -> k8s.ApiClient:
+    """The cached ApiClient of ``cluster``; rebuilt when its credentials change."""
+    key = _fingerprint(cluster)
+    with _LOCK:
+        api = _CACHE.get(key)
+        if api is None:
+            for old in [k for k in _CACHE if k[0] == key[0]]:
+                _CACHE.pop(old, None)
+            api = _CACHE[key] = build_api_client(cluster)
+        return api
+
+
+def server_url(api: k8s.ApiClient) -> str:
+    return str(api.configuration.host or "")
+
+
+def _first_line(text: str) -> str:
+    return (text or "").strip().splitlines()[0][:300] if (text or "").strip() else ""
+
+
+def api_message(exc: ApiException) -> str:
+    """The ``message`` of a Kubernetes Status body, else the HTTP reason."""
+    import json
+
+    try:
+        body = json.loads(exc.body or "")
+        if isinstance(body, dict) and body.get("message"):
+            return str(body["message"])[:500]
+    except (TypeError, ValueError):
+        pass
+    return str(exc.reason or "")[:300]
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__} {exc}".lower()
+    return "timeout" in text or "timed out" in text
+
+
+def translate(exc: BaseException, what: str = "", server: str = "") -> RuntimeError_:
+    """Map a client/transport exception to RuntimeError_ with a clear, credential-free message."""
+    where = f" at {server}" if server else ""
+    if isinstance(exc, RuntimeError_):
+        return exc
+    if isinstance(exc, ApiException):
+        status = exc.status or 0
+        msg = api_message(exc)
+        if status == 0:
+            kind = "timed out" if _is_timeout(exc) else "connection failed"
+            return RuntimeError_(f"cannot reach the Kubernetes API server{where}: {kind}", reason="unreachable")
+        if status == 401:
+            return RuntimeError_(
+                f"the Kubernetes API server{where} rejected the credentials (401 Unauthorized)", reason="unauthorized"
+            )
+        if status == 403:
+            return RuntimeError_(f"forbidden{f' ({what})' if what else ''}: {msg}", reason="forbidden")
+        if status == 404:
+            if what.startswith("pod "):
+                return PodNotFound(f"{what} not found")
+            return RuntimeError_(f"{what or 'object'} not found: {msg}", reason="not_found")
+        if status == 409:
+            return RuntimeError_(f"conflict{f' ({what})' if what else ''}: {msg}", reason="conflict")
+        if status in (400, 415, 422):
+            return RuntimeError_(f"rejected by the Kubernetes API{f' ({what})' if what else ''}: {msg}", "invalid")
+        return RuntimeError_(f"Kubernetes API error {status}{where}: {msg}", reason="internal")
+    # urllib3 / socket level: refused, reset, DNS, timeouts
+    import urllib3.exceptions as u3
+
+    if isinstance(exc, u3.HTTPError | OSError | ConnectionError):
+        if _is_timeout(exc):
+            return RuntimeError_(f"cannot reach the Kubernetes API server{where}: timed out", reason="unreachable")
+        text = str(exc).lower()
+        kind = "connection refused" if "refused" in text else "connection failed"
+        return RuntimeError_(f"cannot reach the Kubernetes API server{where}: {kind}", reason="unreachable")
+    return RuntimeError_(f"Kubernetes client error{where}: {type(exc).__name__}", reason="internal")

@@ -1,0 +1,668 @@
+"""``KubernetesRuntime``: the runtime interface over the official ``kubernetes`` client (issue 5).
+
+Everything goes through one ApiClient per cluster (``client.api_client_for``), every call carries a timeout
+and every failure becomes ``RuntimeError_`` (``client.translate``). Lists are read as raw JSON
+(``_preload_content=False``) so a 1000-pod list costs one ``json.loads``, not a model tree per pod.
+
+Objects are written with server-side apply (field manager ``rlark-console``, ``force=True``), so re-applying
+an unchanged manifest is a no-op and applying a changed one updates exactly our fields.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+from kubernetes.stream import stream as k8s_stream
+
+from clusters.runtime.base import (
+    ContainerState,
+    NodeInfo,
+    PodEvent,
+    PodInfo,
+    PodNotFound,
+    Runtime,
+    RuntimeError_,
+    TaskManifest,
+)
+from clusters.runtime.kubernetes.client import api_client_for, server_url, timeouts, translate
+from jobs.spec.quantity import parse_quantity
+
+logger = logging.getLogger("rlark.k8s")
+
+FIELD_MANAGER = "rlark-console"
+APPLY = "application/apply-patch+yaml"
+TERMINAL_PHASES = ("Succeeded", "Failed")
+MAIN = "main"
+SHELLS = ("bash", "sh")
+NO_SHELL = "no shell found (tried bash, sh)"
+
+# (verb, group, resource, subresource) the console needs in the cluster's namespace (see deploy/rbac.yaml).
+NAMESPACED_VERBS: tuple[tuple[str, str, str, str], ...] = (
+    ("patch", "apps", "statefulsets", ""),
+    ("delete", "apps", "statefulsets", ""),
+    ("patch", "apps", "statefulsets", "scale"),
+    ("list", "", "pods", ""),
+    ("delete", "", "pods", ""),
+    ("get", "", "pods", "log"),
+    ("create", "", "pods", "exec"),
+    ("get", "", "pods", "exec"),
+    ("patch", "", "services", ""),
+    ("delete", "", "services", ""),
+    ("patch", "", "configmaps", ""),
+    ("delete", "", "configmaps", ""),
+    ("patch", "", "secrets", ""),
+    ("delete", "", "secrets", ""),
+    ("patch", "", "persistentvolumeclaims", ""),
+    ("delete", "", "persistentvolumeclaims", ""),
+    ("list", "", "events", ""),
+)
+CLUSTER_VERBS: tuple[tuple[str, str, str, str], ...] = (
+    ("list", "", "nodes", ""),
+    ("patch", "", "nodes", ""),
+    ("list", "", "pods", ""),
+)
+
+
+def _ts(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _number(value: Any) -> float:
+    try:
+        return parse_quantity(value)
+    except ValueError:
+        return 0.0
+
+
+def _resource_map(raw: dict | None) -> dict[str, float]:
+    out = {}
+    for k, v in (raw or {}).items():
+        n = _number(v)
+        out[k] = int(n) if float(n).is_integer() else n
+    return out
+
+
+def pod_requests(pod: dict) -> dict[str, float]:
+    """Effective requests of a pod: containers summed, init containers as max, plus overhead (upstream 10.1)."""
+    spec = pod.get("spec") or {}
+    total: dict[str, float] = {}
+    for c in spec.get("containers") or []:
+        for k, v in ((c.get("resources") or {}).get("requests") or {}).items():
+            total[k] = total.get(k, 0) + _number(v)
+    for c in spec.get("initContainers") or []:
+        for k, v in ((c.get("resources") or {}).get("requests") or {}).items():
+            total[k] = max(total.get(k, 0), _number(v))
+    for k, v in (spec.get("overhead") or {}).items():
+        total[k] = total.get(k, 0) + _number(v)
+    return total
+
+
+def container_state(pod: dict) -> ContainerState:
+    """The ``main`` container's state (else the first container's), with the previous instance's exit."""
+    status = pod.get("status") or {}
+    statuses = status.get("containerStatuses") or []
+    cs = next((c for c in statuses if c.get("name") == MAIN), statuses[0] if statuses else None)
+    if cs is None:
+        # not created yet: an init container may be the one failing (e.g. image pull)
+        inits = status.get("initContainerStatuses") or []
+        waiting = next((c for c in inits if (c.get("state") or {}).get("waiting")), None)
+        if waiting:
+            w = waiting["state"]["waiting"]
+            return ContainerState(state="waiting", reason=w.get("reason", ""), message=w.get("message", ""))
+        return ContainerState()
+    state = cs.get("state") or {}
+    last = (cs.get("lastState") or {}).get("terminated") or {}
+    common = {
+        "name": cs.get("name", MAIN),
+        "restart_count": int(cs.get("restartCount") or 0),
+        "ready": bool(cs.get("ready")),
+        "last_exit_code": last.get("exitCode"),
+        "last_reason": last.get("reason", ""),
+    }
+    if "running" in state:
+        return ContainerState(state="running", started_at=_ts(state["running"].get("startedAt")), **common)
+    if "terminated" in state:
+        t = state["terminated"]
+        return ContainerState(
+            state="terminated",
+            reason=t.get("reason", ""),
+            message=t.get("message", ""),
+            exit_code=t.get("exitCode"),
+            started_at=_ts(t.get("startedAt")),
+            finished_at=_ts(t.get("finishedAt")),
+            **common,
+        )
+    if "waiting" in state:
+        w = state["waiting"]
+        return ContainerState(state="waiting", reason=w.get("reason", ""), message=w.get("message", ""), **common)
+    return ContainerState(**common)
+
+
+def pod_info(pod: dict, events: tuple[PodEvent, ...] = ()) -> PodInfo:
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    name = meta.get("name", "")
+    labels = meta.get("labels") or {}
+    tail = name.rsplit("-", 1)[-1]
+    cs = container_state(pod)
+    conditions = tuple(dict(c) for c in status.get("conditions") or [])
+    message = status.get("message", "")
+    reason = status.get("reason", "")
+    if not message:
+        unsched = next((c for c in conditions if c.get("type") == "PodScheduled" and c.get("status") == "False"), None)
+        if unsched and unsched.get("message"):
+            message, reason = unsched["message"], reason or unsched.get("reason", "")
+    return PodInfo(
+        name=name,
+        task=labels.get("rlinf.io/task", name.rsplit("-", 1)[0]),
+        ordinal=int(tail) if tail.isdigit() else 0,
+        uid=meta.get("uid", ""),
+        phase=status.get("phase") or "Pending",
+        node=(pod.get("spec") or {}).get("nodeName", "") or "",
+        ip=status.get("podIP", "") or "",
+        container=cs,
+        created_at=_ts(meta.get("creationTimestamp")),
+        started_at=_ts(status.get("startTime")),
+        finished_at=cs.finished_at if status.get("phase") in TERMINAL_PHASES else None,
+        conditions=conditions,
+        events=events,
+        message=message,
+        reason=reason,
+    )
+
+
+class KubeExecStream:
+    """ExecStream over ``kubernetes.stream`` (websocket, channel protocol). Bytes in, bytes out."""
+
+    def __init__(self, ws: Any, command: list[str]) -> None:
+        self._ws = ws
+        self.command = command
+        self.exit_code: int | None = None
+        self._pending = b""
+
+    def _collect(self) -> bytes:
+        out = b""
+        for channel in (1, 2):
+            data = self._ws.read_channel(channel)
+            if data:
+                out += data if isinstance(data, bytes) else data.encode()
+        return out
+
+    def write(self, data: bytes) -> None:
+        if not self._ws.is_open():
+            raise RuntimeError_("the shell has exited", reason="not_found")
+        self._ws.write_stdin(data if isinstance(data, bytes) else data.encode())
+
+    def read(self, timeout: float = 0.1) -> bytes | None:
+        """Output bytes; ``b""`` at EOF (process exited and everything read); None when nothing arrived yet."""
+        if self._pending:
+            out, self._pending = self._pending, b""
+            return out
+        if self._ws.is_open():
+            self._ws.update(timeout=timeout)
+        out = self._collect()
+        if out:
+            return out
+        if not self._ws.is_open():
+            self._set_exit()
+            return b""
+        return None
+
+    def _set_exit(self) -> None:
+        if self.exit_code is None:
+            try:
+                self.exit_code = self._ws.returncode
+            except Exception:
+                self.exit_code = -1
+
+    def resize(self, rows: int, cols: int) -> None:
+        if self._ws.is_open():
+            self._ws.write_channel(4, json.dumps({"Width": int(cols), "Height": int(rows)}))
+
+    def close(self) -> None:
+        try:
+            if self._ws.is_open():
+                self._ws.write_stdin(b"\x04")
+        except Exception:
+            pass
+        self._ws.close()
+        self._set_exit()
+
+
+class KubernetesRuntime(Runtime):
+    """Data-plane operations on one real Kubernetes cluster (``Cluster.runtime == "kubernetes"``)."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.namespace = cluster.namespace
+        self.api = api_client_for(cluster)
+        self.core = k8s.CoreV1Api(self.api)
+        self.apps = k8s.AppsV1Api(self.api)
+        self.server = server_url(self.api)
+
+    # ------------------------------------------------------------------ plumbing
+    def _call(self, fn: Callable, *args: Any, what: str = "", timeout: Any = None, **kwargs: Any) -> Any:
+        kwargs.setdefault("_request_timeout", timeout or timeouts())
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            raise translate(exc, what, self.server) from None
+
+    def _json(self, fn: Callable, *args: Any, what: str = "", **kwargs: Any) -> dict:
+        resp = self._call(fn, *args, what=what, _preload_content=False, **kwargs)
+        try:
+            return json.loads(resp.data)
+        except ValueError:
+            raise RuntimeError_(f"invalid JSON from the Kubernetes API ({what})", reason="internal") from None
+        finally:
+            resp.release_conn()
+
+    def _ignore_404(self, fn: Callable, *args: Any, what: str = "", **kwargs: Any) -> None:
+        """Call ``fn`` for its effect (response not parsed); a 404 is fine (already gone)."""
+        try:
+            self._call(fn, *args, what=what, _preload_content=False, **kwargs).release_conn()
+        except RuntimeError_ as exc:
+            if exc.reason != "not_found":
+                raise
+
+    # ------------------------------------------------------------------ ping
+    def ping(self) -> None:
+        """Reachable, credentials accepted, namespace present, every RBAC verb granted; else RuntimeError_ with
+        reason ``unreachable`` / ``unauthorized`` / ``namespace_missing`` / ``forbidden`` (missing verbs listed)."""
+        ns = self.namespace
+        try:
+            self._call(self.core.read_namespace, ns, what=f"namespace {ns}")
+        except RuntimeError_ as exc:
+            if exc.reason == "not_found":
+                raise RuntimeError_(f'namespace "{ns}" does not exist in the cluster', reason="namespace_missing")
+            if exc.reason != "forbidden":
+                raise
+            # cannot read namespaces: fall back to a namespaced list, which 404s... never; accept and go on
+        missing = []
+        for verb, group, resource, sub in NAMESPACED_VERBS + CLUSTER_VERBS:
+            namespaced = (verb, group, resource, sub) in NAMESPACED_VERBS
+            attrs = k8s.V1ResourceAttributes(
+                verb=verb,
+                group=group,
+                resource=resource,
+                subresource=sub or None,
+                namespace=ns if namespaced else None,
+            )
+            review = k8s.V1SelfSubjectAccessReview(spec=k8s.V1SelfSubjectAccessReviewSpec(resource_attributes=attrs))
+            result = self._call(
+                k8s.AuthorizationV1Api(self.api).create_self_subject_access_review, review, what="access review"
+            )
+            if not (result.status and result.status.allowed):
+                full = f"{resource}/{sub}" if sub else resource
+                missing.append(f"{verb} {full}" + ("" if namespaced else " (cluster-wide)"))
+        if missing:
+            raise RuntimeError_(
+                f'missing RBAC permissions in namespace "{ns}": ' + ", ".join(missing) + " (see deploy/rbac.yaml)",
+                reason="forbidden",
+            )
+
+    # ------------------------------------------------------------------ nodes
+    def list_nodes_raw(self) -> tuple[list[dict], list[dict]]:
+        """Raw JSON of ``GET nodes`` and of the non-terminal pods of all namespaces (two list calls)."""
+        nodes = self._json(self.core.list_node, what="nodes")["items"]
+        pods = self._json(
+            self.core.list_pod_for_all_namespaces,
+            what="pods",
+            field_selector="status.phase!=Succeeded,status.phase!=Failed",
+        )["items"]
+        return nodes, pods
+
+    def list_nodes(self) -> list[NodeInfo]:
+        nodes, pods = self.list_nodes_raw()
+        used: dict[str, dict[str, float]] = {}
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+                continue
+            acc = used.setdefault(node, {})
+            for k, v in pod_requests(pod).items():
+                acc[k] = acc.get(k, 0) + v
+        out = []
+        for n in nodes:
+            meta, status = n.get("metadata") or {}, n.get("status") or {}
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+            out.append(
+                NodeInfo(
+                    name=meta.get("name", ""),
+                    labels=dict(meta.get("labels") or {}),
+                    annotations=dict(meta.get("annotations") or {}),
+                    capacity=_resource_map(status.get("capacity")),
+                    allocatable=_resource_map(status.get("allocatable")),
+                    used=_resource_map(used.get(meta.get("name", ""))),
+                    ready=ready,
+                    unschedulable=bool((n.get("spec") or {}).get("unschedulable")),
+                )
+            )
+        return out
+
+    def cordon(self, node: str, unschedulable: bool = True) -> None:
+        """Set ``spec.unschedulable`` of a node (running pods are not touched)."""
+        self._call(self.core.patch_node, node, {"spec": {"unschedulable": bool(unschedulable)}}, what=f"node {node}")
+
+    # ------------------------------------------------------------------ tasks
+    def _apply(self, obj: dict) -> None:
+        kind = obj.get("kind")
+        name = obj["metadata"]["name"]
+        ns = obj["metadata"].get("namespace") or self.namespace
+        fn = {
+            "StatefulSet": self.apps.patch_namespaced_stateful_set,
+            "Service": self.core.patch_namespaced_service,
+            "ConfigMap": self.core.patch_namespaced_config_map,
+            "Secret": self.core.patch_namespaced_secret,
+            "PersistentVolumeClaim": self.core.patch_namespaced_persistent_volume_claim,
+        }.get(kind)
+        if fn is None:
+            raise RuntimeError_(f"unsupported object kind {kind!r}", reason="invalid")
+        resp = self._call(
+            fn,
+            name,
+            ns,
+            obj,
+            field_manager=FIELD_MANAGER,
+            force=True,
+            _content_type=APPLY,
+            _preload_content=False,
+            what=f"{kind} {name}",
+        )
+        resp.release_conn()
+
+    def apply_task(self, manifest: TaskManifest) -> None:
+        for obj in manifest.extra_objects:
+            self._apply(obj)
+        self._apply(manifest.workload)
+        logger.info(
+            "applied task %s/%s (%d objects)", manifest.namespace, manifest.task, len(manifest.extra_objects) + 1
+        )
+
+    def scale_task(self, namespace: str, task: str, replicas: int) -> None:
+        try:
+            self._call(
+                self.apps.patch_namespaced_stateful_set_scale,
+                task,
+                namespace,
+                {"spec": {"replicas": int(replicas)}},
+                what=f"StatefulSet {task}",
+                _preload_content=False,
+            ).release_conn()
+        except RuntimeError_ as exc:
+            if exc.reason == "not_found" and int(replicas) == 0:
+                return
+            raise
+
+    def delete_task(self, namespace: str, task: str, delete_storage: bool = False) -> None:
+        """StatefulSet (cascading to its Pods), head Service, scripts ConfigMap, PVCs whose policy annotation is
+        ``Delete`` (all of them with ``delete_storage``), and registry Secrets no remaining workload uses."""
+        body = k8s.V1DeleteOptions(propagation_policy="Background")
+        self._ignore_404(self.apps.delete_namespaced_stateful_set, task, namespace, body=body, what=f"sts {task}")
+        self._ignore_404(self.core.delete_namespaced_service, f"{task}-ray-head", namespace, what="service")
+        self._ignore_404(self.core.delete_namespaced_config_map, f"{task}-rlark-scripts", namespace, what="configmap")
+        selector = f"rlinf.io/task={task}"
+        pvcs = self._json(self.core.list_namespaced_persistent_volume_claim, namespace, label_selector=selector)
+        for pvc in pvcs.get("items") or []:
+            policy = ((pvc["metadata"].get("annotations") or {}).get("rlark.io/pvc-reclaim")) or "Retain"
+            if delete_storage or policy == "Delete":
+                self._ignore_404(
+                    self.core.delete_namespaced_persistent_volume_claim, pvc["metadata"]["name"], namespace, what="pvc"
+                )
+        self._ignore_404(self.core.delete_collection_namespaced_pod, namespace, label_selector=selector, what="pods")
+        self._gc_registry_secrets(namespace)
+
+    def _gc_registry_secrets(self, namespace: str) -> None:
+        sets = self._json(
+            self.apps.list_namespaced_stateful_set,
+            namespace,
+            label_selector="app.kubernetes.io/managed-by=rlark-console",
+            what="statefulsets",
+        )
+        used = {
+            s.get("name")
+            for sts in sets.get("items") or []
+            for s in ((sts.get("spec") or {}).get("template") or {}).get("spec", {}).get("imagePullSecrets") or []
+        }
+        secrets = self._json(
+            self.core.list_namespaced_secret,
+            namespace,
+            label_selector="rlark.io/image-registry=true,app.kubernetes.io/managed-by=rlark-console",
+            what="secrets",
+        )
+        for secret in secrets.get("items") or []:
+            name = secret["metadata"]["name"]
+            if name not in used:
+                self._ignore_404(self.core.delete_namespaced_secret, name, namespace, what="secret")
+
+    def restart_pods(self, namespace: str, task: str) -> None:
+        self._call(
+            self.core.delete_collection_namespaced_pod,
+            namespace,
+            label_selector=f"rlinf.io/task={task}",
+            what=f"pods of {task}",
+            _preload_content=False,
+        ).release_conn()
+
+    # ------------------------------------------------------------------ pods
+    def list_pods(self, namespace: str, job: str) -> list[PodInfo]:
+        pods = self._json(self.core.list_namespaced_pod, namespace, label_selector=f"rlinf.io/job={job}", what="pods")
+        items = pods.get("items") or []
+        events: dict[str, list[PodEvent]] = {}
+        if items:
+            names = {p["metadata"]["name"] for p in items}
+            raw = self._json(
+                self.core.list_namespaced_event, namespace, field_selector="involvedObject.kind=Pod", what="events"
+            )
+            for ev in raw.get("items") or []:
+                target = (ev.get("involvedObject") or {}).get("name")
+                if target in names:
+                    events.setdefault(target, []).append(
+                        PodEvent(
+                            type=ev.get("type", "Normal"),
+                            reason=ev.get("reason", ""),
+                            message=ev.get("message", ""),
+                            last_time=_ts(ev.get("lastTimestamp") or ev.get("eventTime") or ev.get("firstTimestamp")),
+                            count=int(ev.get("count") or 1),
+                        )
+                    )
+        out = []
+        for p in items:
+            evs = sorted(events.get(p["metadata"]["name"], []), key=lambda e: e.last_time or datetime.min, reverse=True)
+            out.append(pod_info(p, tuple(evs[:20])))
+        out.sort(key=lambda p: (p.task, p.ordinal))
+        return out
+
+    def watch_pods(
+        self, namespace: str, job: str, resource_version: str = "", timeout_seconds: int = 30
+    ) -> Iterator[tuple[str, Any, str]]:
+        """Yield ``("RELIST", [PodInfo...], rv)`` first (and again after ``410 Gone``), then
+        ``(ADDED|MODIFIED|DELETED, PodInfo, rv)`` until ``timeout_seconds`` pass. Used to cut status lag."""
+        selector = f"rlinf.io/job={job}"
+        deadline = time.monotonic() + timeout_seconds
+        rv = resource_version
+        while time.monotonic() < deadline:
+            if not rv:
+                listing = self._json(self.core.list_namespaced_pod, namespace, label_selector=selector, what="pods")
+                rv = listing["metadata"].get("resourceVersion", "")
+                yield "RELIST", [pod_info(p) for p in listing.get("items") or []], rv
+            remaining = max(1, int(deadline - time.monotonic()))
+            resp = self._call(
+                self.core.list_namespaced_pod,
+                namespace,
+                label_selector=selector,
+                watch=True,
+                resource_version=rv,
+                timeout_seconds=remaining,
+                _preload_content=False,
+                timeout=(timeouts()[0], remaining + 5),
+                what="pods watch",
+            )
+            gone = False
+            try:
+                buf = b""
+                for chunk in resp.stream(65536):
+                    buf += chunk
+                    while b"\n" in buf:
+                        line, buf = buf.split(b"\n", 1)
+                        if not line.strip():
+                            continue
+                        event = json.loads(line)
+                        if event.get("type") == "ERROR":
+                            if (event.get("object") or {}).get("code") == 410:
+                                gone = True
+                                break
+                            raise RuntimeError_(str((event.get("object") or {}).get("message")), "internal")
+                        obj = event["object"]
+                        rv = obj["metadata"].get("resourceVersion", rv)
+                        yield event["type"], pod_info(obj), rv
+                    if gone:
+                        break
+            finally:
+                resp.release_conn()
+            if gone:
+                rv = ""  # 410 Gone: relist
+            elif time.monotonic() >= deadline:
+                return
+
+    # ------------------------------------------------------------------ logs
+    def read_log(self, namespace: str, pod: str, tail_lines: int | None = 1000, previous: bool = False) -> str:
+        kwargs: dict[str, Any] = {"container": MAIN}
+        if tail_lines is not None:
+            kwargs["tail_lines"] = int(tail_lines)
+        if previous:
+            kwargs["previous"] = True
+        try:
+            resp = self._call(
+                self.core.read_namespaced_pod_log, pod, namespace, what=f"pod {pod}", _preload_content=False, **kwargs
+            )
+        except RuntimeError_ as exc:
+            if previous and exc.reason == "invalid" and "previous" in str(exc):
+                raise RuntimeError_(
+                    f"pod {pod} has no previous instance of its main container (it has not restarted)",
+                    reason="not_found",
+                ) from None
+            raise
+        try:
+            return resp.data.decode("utf-8", "replace")
+        finally:
+            resp.release_conn()
+
+    def stream_log(self, namespace: str, pod: str, previous: bool = False) -> Iterator[bytes]:
+        kwargs: dict[str, Any] = {"container": MAIN}
+        if previous:
+            kwargs["previous"] = True
+        resp = self._call(
+            self.core.read_namespaced_pod_log,
+            pod,
+            namespace,
+            what=f"pod {pod}",
+            _preload_content=False,
+            timeout=(timeouts()[0], 300),
+            **kwargs,
+        )
+        try:
+            yield from resp.stream(65536, decode_content=True)
+        finally:
+            resp.release_conn()
+
+    # ------------------------------------------------------------------ exec
+    def _open(self, namespace: str, pod: str, command: list[str], tty: bool = True) -> Any:
+        try:
+            return k8s_stream(
+                self.core.connect_get_namespaced_pod_exec,
+                pod,
+                namespace,
+                container=MAIN,
+                command=command,
+                stdin=True,
+                stdout=True,
+                stderr=not tty,
+                tty=tty,
+                binary=True,
+                _preload_content=False,
+                _request_timeout=timeouts(),
+            )
+        except ApiException as exc:
+            text = str(exc.reason or "")
+            if exc.status == 0 and "Handshake status 404" in text:
+                raise PodNotFound(f"pod {pod} not found") from None
+            if exc.status == 0 and "Handshake status 400" in text:
+                raise RuntimeError_(
+                    f"pod {pod} is not running (its main container has not started)", "invalid"
+                ) from None
+            if exc.status == 0 and "Handshake status 403" in text:
+                raise RuntimeError_(f"forbidden: exec into pod {pod} (create/get pods/exec)", "forbidden") from None
+            raise translate(exc, f"pod {pod}", self.server) from None
+
+    def exec(self, namespace: str, pod: str, command: list[str] | None = None) -> KubeExecStream:
+        """Interactive TTY in ``main``: ``command`` if given, else bash, then sh; RuntimeError_(NO_SHELL) when
+        neither exists. Raises PodNotFound when the pod is gone."""
+        if command:
+            return KubeExecStream(self._open(namespace, pod, list(command)), list(command))
+        for shell in SHELLS:
+            ws = self._open(namespace, pod, [shell])
+            deadline = time.monotonic() + 1.5
+            failed = False
+            while time.monotonic() < deadline:
+                ws.update(timeout=0.1)
+                if ws.peek_channel(3):
+                    err = ws.read_channel(3)
+                    text = err.decode(errors="replace") if isinstance(err, bytes) else str(err)
+                    if '"Success"' not in text:
+                        failed = True
+                        if "not found" not in text and "no such file" not in text.lower():
+                            ws.close()
+                            raise RuntimeError_(f"exec failed: {_status_message(text)}", reason="internal")
+                    break
+                if ws.peek_channel(1) or ws.peek_channel(2) or not ws.is_open():
+                    break
+            if failed:
+                ws.close()
+                continue
+            return KubeExecStream(ws, [shell])
+        raise RuntimeError_(NO_SHELL, reason="not_found")
+
+    # ------------------------------------------------------------------ metrics
+    def pod_metrics(self, namespace: str, job: str) -> dict[str, dict[str, float]] | None:
+        try:
+            data = self._json(
+                k8s.CustomObjectsApi(self.api).list_namespaced_custom_object,
+                "metrics.k8s.io",
+                "v1beta1",
+                namespace,
+                "pods",
+                label_selector=f"rlinf.io/job={job}",
+                what="pod metrics",
+            )
+        except RuntimeError_ as exc:
+            if exc.reason in ("not_found", "forbidden"):
+                return None
+            raise
+        out: dict[str, dict[str, float]] = {}
+        for item in data.get("items") or []:
+            cpu = mem = 0.0
+            for c in item.get("containers") or []:
+                cpu += _number((c.get("usage") or {}).get("cpu", 0))
+                mem += _number((c.get("usage") or {}).get("memory", 0))
+            out[item["metadata"]["name"]] = {"cpu": cpu, "memory": mem}
+        return out
+
+
+def _status_message(text: str) -> str:
+    try:
+        return str(json.loads(text).get("message", text))[:300]
+    except ValueError:
+        return text[:300]
