@@ -101,3 +101,47 @@ def container(doc: dict, i: int) -> dict:
 
 def pod_spec(doc: dict, i: int) -> dict:
     return doc["spec"]["tasks"][i]["kubernetes"]["workload"]["template"]["spec"]
+
+
+def seed_db(user=None) -> None:
+    """The same inventory as ``inventory()`` in the database (clusters, nodes, storage, domain, user's key)."""
+    from clusters.models import Cluster, Node
+    from domains.models import Domain
+    from sshkeys.models import SSHPublicKey
+    from storage.models import StorageClass
+
+    inv = inventory()
+    clusters = {}
+    for info in inv.clusters.values():
+        clusters[info.name] = Cluster.objects.create(
+            name=info.name, runtime=info.runtime, status=info.status, allow_host_path=info.allow_host_path
+        )
+    for n in inv.nodes:
+        Node.objects.create(
+            cluster=clusters[n.cluster],
+            name=n.name,
+            labels=n.labels,
+            capacity=n.capacity,
+            allocatable=n.allocatable,
+            used=n.used,
+        )
+    for cluster, name in inv.storage_classes:
+        StorageClass.objects.create(cluster=clusters[cluster], name=name)
+    Domain.objects.create(name="d1", cidr="10.77.0.0/16")
+    if user is not None:
+        SSHPublicKey.objects.create(owner=user, name="laptop", key=" ".join(SSH_KEY.split()[:2]), fingerprint="fp1")
+
+
+def invalid_doc() -> dict:
+    """A job with four different errors and one warning (used to compare entry points)."""
+    doc = base_doc()
+    doc["metadata"]["name"] = "bad-job"
+    container(doc, 1)["image"] = "rlinf/rlinf: v1"
+    doc["spec"]["tasks"][0]["kubernetes"]["workload"]["replicas"] = 2
+    doc["spec"]["tasks"][1]["nodeSelector"] = {"pool": "nothing"}
+    doc["spec"]["domain"] = "nowhere"
+    container(doc, 0)["image"] = "rlinf/rlinf"
+    return doc
+
+
+INVALID_CODES = {"image_whitespace", "header_replicas_not_one", "node_selector_no_match", "domain_unknown"}

@@ -314,7 +314,9 @@ def _clean(value: Any, ctx: str) -> Any:
     if isinstance(value, dict):
         order = _ORDER.get(ctx, ())
         out: dict[str, Any] = {}
-        for key in (*[k for k in order if k in value], *[k for k in value if k not in order]):
+        # Known keys in their fixed order, every other key sorted: the output does not depend on the input's key
+        # order (PostgreSQL jsonb reorders keys), so the preview and the stored YAML are byte-identical.
+        for key in (*[k for k in order if k in value], *sorted((k for k in value if k not in order), key=str)):
             v = _clean(value[key], _CHILD.get((ctx, key), ""))
             if v is None or (isinstance(v, str | list | dict) and not v):
                 continue

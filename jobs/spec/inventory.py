@@ -66,8 +66,9 @@ class Inventory:
     registries: list[str] = field(default_factory=list)
 
     @classmethod
-    def from_db(cls, user=None, *, exclude_job=None) -> Inventory:
-        """Snapshot from the database. ``user``: whose SSH keys count as known (None -> none).
+    def from_db(cls, user=None, *, exclude_job=None, key_owners=None) -> Inventory:
+        """Snapshot from the database. ``user``: whose SSH keys count as known (None -> none); ``key_owners``:
+        further users whose keys count too (e.g. the owner of a job an admin edits).
 
         ``exclude_job``: a Job being edited; the resources its current Workers hold are given back to their nodes
         so an unchanged edit does not count against itself.
@@ -98,11 +99,12 @@ class Inventory:
         ]
         storage = set(StorageClass.objects.values_list("cluster__name", "name"))
         domains = set(Domain.objects.values_list("name", flat=True))
+        owners = {u.pk for u in [user, *(key_owners or [])] if u is not None and getattr(u, "pk", None)}
         keys = []
-        if user is not None and getattr(user, "pk", None):
+        if owners:
             keys = [
                 SSHKeyInfo(k["id"], k["name"], k["key"], k["fingerprint"])
-                for k in SSHPublicKey.objects.filter(owner=user).values("id", "name", "key", "fingerprint")
+                for k in SSHPublicKey.objects.filter(owner__in=owners).values("id", "name", "key", "fingerprint")
             ]
         registries = list(ImageRegistry.objects.values_list("registry", flat=True))
         inv = cls(clusters, nodes, storage, domains, keys, registries)

@@ -233,6 +233,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "The roles have {workers} workers in total, but the RLinf config has cluster.num_nodes {num_nodes}.",
     ),
     "node_ranks_mismatch": ("节点编号不一致：{detail}", "Node ranks are inconsistent: {detail}"),
+    "job_exists": ("任务 {name} 已存在。", "A job named {name} already exists."),
     # RLinf config problems (plan)
     "rlinf_config_invalid": ("RLinf 配置无效：{detail}", "The RLinf config is invalid: {detail}"),
     "rlinf_num_nodes_invalid": (
