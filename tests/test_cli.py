@@ -1,0 +1,142 @@
+"""The ``rlark`` CLI against a live console (HTTP only): same codes as the API, apply/get/describe/stop/start/
+delete/plan, readable failures and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from accounts.authentication import issue_token
+from jobs.cli import main
+from jobs.models import Job
+from tests.spec_fixtures import INVALID_CODES, base_doc, invalid_doc, seed_db
+
+pytestmark = pytest.mark.django_db(transaction=True)
+CONFIGS = Path("/work/shared/rlinf-configs")
+
+
+@pytest.fixture
+def env(live_server, alice, monkeypatch, tmp_path):
+    """A live console with the test inventory; the controller's runtime side is not part of these tests."""
+    from jobs.services import controller
+
+    monkeypatch.setattr(controller, "request_reconcile", lambda job: None)
+    seed_db(alice)
+    _, key = issue_token(alice, "cli")
+    monkeypatch.setenv("RLARK_URL", live_server.url)
+    monkeypatch.setenv("RLARK_TOKEN", key)
+    monkeypatch.setenv("RLARK_LANG", "en")
+    monkeypatch.setenv("RLARK_CONFIG", str(tmp_path / "none.yaml"))
+    return tmp_path
+
+
+def write(tmp: Path, name: str, doc) -> str:
+    path = tmp / name
+    path.write_text(doc if isinstance(doc, str) else yaml.safe_dump(doc, allow_unicode=True))
+    return str(path)
+
+
+def test_validate_gives_the_api_codes(env, capsys):
+    path = write(env, "bad.yaml", invalid_doc())
+    assert main(["validate", "-f", path, "-o", "json"]) == 1
+    body = json.loads(capsys.readouterr().out)
+    assert {e["code"] for e in body["errors"]} == INVALID_CODES
+    assert main(["validate", "-f", path]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("invalid")
+    assert "error [header_replicas_not_one] spec.tasks[0].kubernetes.workload.replicas:" in out
+    assert "The header role must have exactly 1 worker." in out
+    assert main(["validate", "-f", write(env, "ok.yaml", base_doc())]) == 0
+    assert capsys.readouterr().out.startswith("valid (3 workers)")
+
+
+def test_apply_get_describe_stop_start_delete(env, capsys):
+    path = write(env, "job.yaml", base_doc())
+    assert main(["apply", "-f", path]) == 0
+    assert capsys.readouterr().out.strip() == "job/ppo-job created"
+    doc = base_doc()
+    doc["spec"]["tasks"][1]["prepareScript"] = "echo v2"
+    assert main(["apply", "-f", write(env, "job.yaml", doc)]) == 0
+    assert capsys.readouterr().out.strip() == "job/ppo-job configured"
+    assert Job.objects.get(name="ppo-job").spec["spec"]["tasks"][1]["prepareScript"] == "echo v2"
+
+    assert main(["get", "jobs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:2] == ["NAME", "DISPLAY"] and lines[1].split()[0] == "ppo-job"
+    assert main(["get", "jobs", "-o", "json"]) == 0
+    assert [r["name"] for r in json.loads(capsys.readouterr().out)] == ["ppo-job"]
+
+    assert main(["describe", "job", "ppo-job"]) == 0
+    out = capsys.readouterr().out
+    assert "Name:         ppo-job" in out and "  apiVersion: rlinf.io/v1alpha1" in out
+    assert main(["describe", "job", "ppo-job", "-o", "yaml"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["name"] == "ppo-job"
+
+    assert main(["stop", "ppo-job"]) == 0
+    assert capsys.readouterr().out.strip() == "job/ppo-job stopped"
+    assert Job.objects.get(name="ppo-job").stopped is True
+    assert main(["start", "ppo-job"]) == 0
+    assert Job.objects.get(name="ppo-job").stopped is False
+    capsys.readouterr()
+    assert main(["delete", "ppo-job"]) == 0
+    assert capsys.readouterr().out.strip() == "job/ppo-job deleted"
+    assert main(["describe", "job", "ppo-job"]) == 1
+    assert "HTTP 404" in capsys.readouterr().err
+
+
+def test_apply_invalid_reports_errors(env, capsys):
+    assert main(["apply", "-f", write(env, "bad.yaml", invalid_doc())]) == 1
+    err = capsys.readouterr().err
+    assert "apply failed: HTTP 400" in err
+    for code in INVALID_CODES:
+        assert f"[{code}]" in err
+    assert main(["apply", "-f", write(env, "broken.yaml", "a: [")]) == 1
+    assert "[yaml_invalid]" in capsys.readouterr().err
+
+
+def test_plan(env, capsys):
+    assert main(["plan", "-f", str(CONFIGS / "emb_realworld_charger_sac_cnn_async.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "num_nodes: 2  workers: 2" in out
+    assert "4090 (header): 1 worker(s), ranks 0" in out and "franka: 1 worker(s), ranks 1" in out
+    assert main(["plan", "-f", str(CONFIGS / "emb_realworld_dual_franka_dagger_openpi.yaml")]) == 1
+    assert "[node_ranks_mismatch]" in capsys.readouterr().out
+
+
+def test_readable_failures(env, capsys, monkeypatch):
+    assert main(["validate", "-f", str(env / "missing.yaml")]) == 1
+    assert "cannot read" in capsys.readouterr().err
+    monkeypatch.setenv("RLARK_TOKEN", "rlk_wrong")
+    assert main(["get", "jobs"]) == 1
+    err = capsys.readouterr().err
+    assert ("HTTP 401" in err or "HTTP 403" in err) and "Invalid or revoked token." in err
+    monkeypatch.delenv("RLARK_TOKEN")
+    assert main(["get", "jobs"]) == 1
+    assert "no token" in capsys.readouterr().err
+    assert main(["get", "jobs", "--url", "http://127.0.0.1:9", "--token", "x"]) == 1
+    assert "cannot reach http://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_config_file_and_console_script(env, live_server, monkeypatch):
+    from django.contrib.auth import get_user_model
+
+    _, key = issue_token(get_user_model().objects.get(username="alice"), "file")
+    cfg = env / "config.yaml"
+    cfg.write_text(yaml.safe_dump({"url": live_server.url, "token": key}))
+    monkeypatch.delenv("RLARK_URL")
+    monkeypatch.delenv("RLARK_TOKEN")
+    monkeypatch.setenv("RLARK_CONFIG", str(cfg))
+    script = Path(sys.executable).parent / "rlark"
+    proc = subprocess.run(
+        [str(script), "validate", "-f", write(env, "bad.yaml", invalid_doc()), "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert {e["code"] for e in json.loads(proc.stdout)["errors"]} == INVALID_CODES
