@@ -1,0 +1,205 @@
+"""Start one local Worker (a "Pod") as a process group in its own user+mount+PID+UTS namespace.
+
+``unshare --user --map-root-user --mount --pid --fork --mount-proc --uts`` gives every Worker
+what a container gives it on Kubernetes, without root: mounts seen at their ``mountPath`` (bind
+mounts), ``/rlark/scripts`` with the wrapper scripts, a private ``/tmp/ray`` (Ray's default temp
+dir; short, so Ray's unix-socket paths stay < 107 chars), its own hostname, and a PID namespace in
+which ``ray stop`` only sees this Worker's processes and whose teardown kills every process left.
+The network namespace is the host's: each Ray node gets its own ports (``RLARK_LOCAL_RAY_START_ARGS``)
+and stays on 127.0.0.1 (``clusters/scripts/local``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SCRIPTS_DIR = Path(__file__).resolve().parent.parent.parent / "scripts"
+PODINIT = Path(__file__).resolve().parent / "podinit.sh"
+SCRIPTS_MOUNT = "/rlark/scripts"
+EXAMPLES_DIR = SCRIPTS_DIR.parent.parent / "examples"
+EXAMPLES_MOUNT = "/rlark/examples"
+LOCAL_HELPERS = f"{SCRIPTS_MOUNT}/local"
+VENV_BIN = str(Path(sys.executable).parent)
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclasses.dataclass
+class Mount:
+    """``kind`` bind|tmpfs; ``source`` a real host path (bind); ``target`` the path the Worker sees."""
+
+    kind: str
+    source: str
+    target: str
+    read_only: bool = False
+    options: str = ""
+
+
+def default_path() -> str:
+    """PATH of a local Worker: the ray shim first, then the project's venv, then the system."""
+    return f"{LOCAL_HELPERS}:{VENV_BIN}:{SYSTEM_PATH}"
+
+
+def base_env(pod_name: str, home: str) -> dict[str, str]:
+    """The environment every local Worker starts from (before the Pod's own env)."""
+    return {
+        "PATH": default_path(),
+        "HOME": home,
+        "LANG": "C.UTF-8",
+        "HOSTNAME": pod_name,
+        "PYTHONPATH": LOCAL_HELPERS,
+        "PYTHONUNBUFFERED": "1",
+        "RLARK_LOCAL_RUNTIME": "1",
+        "RLARK_LOCAL_NODE_IP": "127.0.0.1",
+        "RAY_USAGE_STATS_ENABLED": "0",
+        # ray_check.py polls every 2 s instead of upstream's 10 s (the user's env can override it)
+        "RLARK_RAY_CHECK_INTERVAL": "2",
+        "TERM": "xterm-256color",
+    }
+
+
+def namespace_command() -> list[str]:
+    """The ``unshare`` prefix (PID 1 of the new namespaces is podinit.sh)."""
+    return [
+        shutil.which("unshare") or "/usr/bin/unshare",
+        "--user",
+        "--map-root-user",
+        "--mount",
+        "--uts",
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--mount-proc",
+    ]
+
+
+def write_mounts(path: Path, mounts: list[Mount]) -> None:
+    lines = []
+    for m in mounts:
+        for value in (m.source, m.target, m.options):
+            if "\t" in value or "\n" in value:
+                raise ValueError(f"invalid mount path {value!r}")
+        lines.append("\t".join([m.kind, m.source, m.target, "1" if m.read_only else "0", m.options]))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def standard_mounts(pod_dir: Path) -> list[Mount]:
+    """Mounts every local Worker gets: the wrapper scripts, the project's ``examples/`` (the demo
+    workload, read-only at /rlark/examples) and a private Ray temp dir at /tmp/ray."""
+    ray_tmp = pod_dir / "raytmp"
+    ray_tmp.mkdir(parents=True, exist_ok=True)
+    return [
+        Mount("bind", str(SCRIPTS_DIR), SCRIPTS_MOUNT, read_only=True),
+        Mount("bind", str(EXAMPLES_DIR), EXAMPLES_MOUNT, read_only=True),
+        Mount("bind", str(ray_tmp), "/tmp/ray"),
+    ]
+
+
+def spawn(
+    pod_dir: Path,
+    command: list[str],
+    env: dict[str, str],
+    mounts: list[Mount],
+    workdir: str,
+    log_path: Path,
+) -> subprocess.Popen:
+    """Start the Worker; stdout+stderr go to ``log_path`` (appended). Returns the ``unshare``
+    process, leader of its own process group (``pgid == pid``)."""
+    pod_dir.mkdir(parents=True, exist_ok=True)
+    mounts_file = pod_dir / "mounts.tsv"
+    write_mounts(mounts_file, [*standard_mounts(pod_dir), *mounts])
+    full_env = {**env, "RLARK_POD_MOUNTS": str(mounts_file), "RLARK_POD_WORKDIR": workdir}
+    log = open(log_path, "ab", buffering=0)  # noqa: SIM115 - handed to the child
+    try:
+        return subprocess.Popen(
+            [*namespace_command(), "bash", str(PODINIT), *command],
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    finally:
+        log.close()
+
+
+def namespace_members(leader_pid: int) -> list[int]:
+    """PIDs (host view) of every process in the PID namespace of ``leader_pid``'s forked child,
+    plus the leader itself and its process group. Empty when nothing is left."""
+    import psutil
+
+    pids: set[int] = set()
+    try:
+        leader = psutil.Process(leader_pid)
+        pids.add(leader_pid)
+        children = leader.children()
+    except psutil.Error:
+        children = []
+    ns = None
+    for child in children:
+        try:
+            ns = os.readlink(f"/proc/{child.pid}/ns/pid")
+            break
+        except OSError:
+            continue
+    for proc in psutil.process_iter(["pid"]):
+        pid = proc.info["pid"]
+        try:
+            if os.getpgid(pid) == leader_pid:
+                pids.add(pid)
+                continue
+            if ns is not None and os.readlink(f"/proc/{pid}/ns/pid") == ns:
+                pids.add(pid)
+        except (OSError, ProcessLookupError):
+            continue
+    return sorted(pids)
+
+
+def kill_group(pgid: int, grace: float = 10.0, wait_pid: subprocess.Popen | None = None) -> None:
+    """SIGTERM the process group ``pgid``, wait up to ``grace`` s, then SIGKILL the group and
+    every process of its PID namespace. Never signals anything by name."""
+    members = namespace_members(pgid)
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if wait_pid is not None:
+            wait_pid.poll()
+        if not _any_alive(members):
+            return
+        time.sleep(0.1)
+    for pid in namespace_members(pgid) or members:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if wait_pid is not None:
+        try:
+            wait_pid.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _any_alive(pids: list[int]) -> bool:
+    import psutil
+
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.Error:
+            continue
+    return False

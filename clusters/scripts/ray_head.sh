@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# RLark Ray head wrapper (upstream-rlark 5.1). Replaces the `main` container command on
+# Kubernetes and is run unchanged by the local runtime. Every echoed marker is byte-identical
+# to upstream; "goes further": the run script's exit code is recorded as
+# `Run script exited with code <n>` and the container then idles instead of exiting, so a
+# StatefulSet does not restart it and re-run training (the controller ends the Job).
+set -e
+
+RLARK_RAY_PORT="${RLARK_RAY_PORT:-6379}"
+ordinal="${POD_NAME##*-}"
+RLINF_NODE_RANK=$((${RLARK_NODE_RANK_START:-0} + ordinal))
+export RLINF_NODE_RANK
+echo "RLINF_NODE_RANK: ${RLINF_NODE_RANK}"
+
+if [ -n "${WAIT_NETWORK_SCRIPT:-}" ]; then
+    bash "$WAIT_NETWORK_SCRIPT" "network"
+fi
+
+# SSH keys: RLARK_SSH_PUBLIC_KEYS (newline-separated, several keys) and the upstream single
+# RLARK_SSH_PUBLIC_KEY are both accepted.
+ssh_keys="${RLARK_SSH_PUBLIC_KEYS:-}"
+if [ -n "${RLARK_SSH_PUBLIC_KEY:-}" ]; then
+    ssh_keys="${ssh_keys:+${ssh_keys}
+}${RLARK_SSH_PUBLIC_KEY}"
+fi
+inject_ssh_keys() {
+    mkdir -p "$HOME/.ssh"
+    chmod 700 "$HOME/.ssh"
+    touch "$HOME/.ssh/authorized_keys"
+    chmod 600 "$HOME/.ssh/authorized_keys"
+    while IFS= read -r key; do
+        key="${key%$'\r'}"
+        [ -z "$key" ] && continue
+        grep -qxF -- "$key" "$HOME/.ssh/authorized_keys" || printf '%s\n' "$key" >> "$HOME/.ssh/authorized_keys"
+    done <<< "$ssh_keys"
+}
+if [ -n "$ssh_keys" ]; then
+    if [ -x /sshd/rlark-sshd ]; then
+        nohup /sshd/rlark-sshd -port 22 > /tmp/rlark-sshd.log 2>&1 &
+        echo "rlark-sshd started on port 22"
+    else
+        inject_ssh_keys
+        echo "SSH public key injected into authorized_keys (fallback: no rlark-sshd binary)"
+    fi
+fi
+
+if [ -n "${RLARK_PREPARE_SCRIPT:-}" ]; then
+    echo "Executing prepare script..."
+    eval "$RLARK_PREPARE_SCRIPT"
+fi
+
+if ! command -v ray > /dev/null 2>&1; then
+    echo "Error: Ray CLI is not found. Please ensure Ray is installed." >&2
+    exit 1
+fi
+
+timeout "${RLARK_RAY_STOP_TIMEOUT:-60}" ray stop > /dev/null 2>&1 || true
+RAY_TEMP_DIR="${RAY_TEMP_DIR:-/tmp/ray}"
+NODE_IP="${RLARK_NODE_IP:-}"
+if [ -z "$NODE_IP" ]; then
+    NODE_IP="$(hostname -I | awk '{print $1}')"
+fi
+
+if [ -n "${RLARK_DOMAIN:-}" ]; then
+    domain_host="$(hostname).rlark-domain"
+    for i in $(seq 1 "${RLARK_DOMAIN_WAIT_ATTEMPTS:-120}"); do
+        domain_ip="$(timeout 5 getent hosts "$domain_host" | awk '{print $1; exit}' || true)"
+        if [ -n "$domain_ip" ]; then
+            NODE_IP="$domain_ip"
+            echo "Resolved domain IP: ${domain_ip} (${domain_host})"
+            break
+        fi
+        echo "Waiting for domain IP from /etc/hosts... (attempt ${i})"
+        sleep 1
+    done
+fi
+
+run_pid=""
+stop_ray() {
+    status=$?
+    trap - EXIT INT TERM
+    echo "Stopping Ray cluster..."
+    if [ -n "$run_pid" ]; then
+        kill -TERM "$run_pid" 2> /dev/null || true
+    fi
+    timeout "${RLARK_RAY_STOP_TIMEOUT:-60}" ray stop --force > /dev/null 2>&1 || true
+    timeout 30 bash -c 'wait' || true
+    exit "$status"
+}
+
+timeout "${RLARK_RAY_START_TIMEOUT:-300}" ray start --head --dashboard-host=0.0.0.0 --disable-usage-stats \
+    --node-ip-address="$NODE_IP" --port="$RLARK_RAY_PORT" --temp-dir "$RAY_TEMP_DIR" &
+ray_start_pid=$!
+trap stop_ray EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+
+TOTAL_NODES="${RLARK_TOTAL_NODES:-1}"
+echo "Waiting for ${TOTAL_NODES} nodes to join the Ray cluster..."
+wait "$ray_start_pid" || echo "ray start exited with code $?" >&2
+if ! timeout "$(( ${RLARK_RAY_CHECK_TIMEOUT:-900} + 60 ))" python -u /rlark/scripts/ray_check.py \
+    "${NODE_IP}:${RLARK_RAY_PORT}" "$TOTAL_NODES"; then
+    echo "Warning: Ray cluster check failed, proceeding anyway."
+fi
+
+echo "Ray cluster is ready. Printing cluster information:"
+echo "=========================================="
+timeout "${RLARK_RAY_STATUS_TIMEOUT:-60}" ray status || true
+echo "=========================================="
+
+idle_forever() {
+    while true; do
+        sleep 3600 &
+        wait $! || true
+    done
+}
+
+if [ -n "${RLARK_RUN_SCRIPT:-}" ]; then
+    echo "Executing run script..."
+    # In the background so that TERM reaches the trap at once; `set -e` stays active in it.
+    ( eval "$RLARK_RUN_SCRIPT" ) &
+    run_pid=$!
+    run_status=0
+    wait "$run_pid" || run_status=$?
+    run_pid=""
+    echo "Run script exited with code ${run_status}"
+    # RLark goes further: keep the container alive so Kubernetes does not restart it and
+    # re-run training; the controller reads the marker above and ends the Job.
+    idle_forever
+else
+    echo "No run script provided, keeping cluster alive."
+    idle_forever
+fi

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# RLark Ray worker wrapper (upstream-rlark 5.3). Every echoed marker is byte-identical to
+# upstream; "goes further": the wrapper exits with the Ray worker process's exit code.
+set -e
+
+RLARK_RAY_PORT="${RLARK_RAY_PORT:-6379}"
+ordinal="${POD_NAME##*-}"
+RLINF_NODE_RANK=$((${RLARK_NODE_RANK_START:-0} + ordinal))
+export RLINF_NODE_RANK
+echo "RLINF_NODE_RANK: ${RLINF_NODE_RANK}"
+
+if [ -n "${WAIT_NETWORK_SCRIPT:-}" ]; then
+    bash "$WAIT_NETWORK_SCRIPT" "network"
+fi
+
+ssh_keys="${RLARK_SSH_PUBLIC_KEYS:-}"
+if [ -n "${RLARK_SSH_PUBLIC_KEY:-}" ]; then
+    ssh_keys="${ssh_keys:+${ssh_keys}
+}${RLARK_SSH_PUBLIC_KEY}"
+fi
+if [ -n "$ssh_keys" ]; then
+    mkdir -p "$HOME/.ssh"
+    chmod 700 "$HOME/.ssh"
+    touch "$HOME/.ssh/authorized_keys"
+    chmod 600 "$HOME/.ssh/authorized_keys"
+    while IFS= read -r key; do
+        key="${key%$'\r'}"
+        [ -z "$key" ] && continue
+        grep -qxF -- "$key" "$HOME/.ssh/authorized_keys" || printf '%s\n' "$key" >> "$HOME/.ssh/authorized_keys"
+    done <<< "$ssh_keys"
+    echo "SSH public key injected into authorized_keys"
+fi
+
+if [ -n "${RLARK_PREPARE_SCRIPT:-}" ]; then
+    echo "Executing prepare script..."
+    eval "$RLARK_PREPARE_SCRIPT"
+fi
+
+if ! command -v ray > /dev/null 2>&1; then
+    echo "Error: Ray CLI is not found. Please ensure Ray is installed." >&2
+    exit 1
+fi
+
+RAY_TEMP_DIR="${RAY_TEMP_DIR:-/tmp/ray}"
+HEAD_ADDRESS="${RLARK_HEAD_ADDRESS}"
+echo "Connecting to Ray head at ${HEAD_ADDRESS}:${RLARK_RAY_PORT}..."
+
+head_target="$HEAD_ADDRESS"
+if command -v getent > /dev/null 2>&1; then
+    for k in $(seq 1 "${RLARK_HEAD_WAIT_ATTEMPTS:-120}"); do
+        head_ip="$(timeout 5 getent hosts "$HEAD_ADDRESS" | awk '{print $1; exit}' || true)"
+        if [ -n "$head_ip" ]; then
+            echo "HEAD IP: ${head_ip}"
+            if timeout 1 bash -c "exec 3<>/dev/tcp/${head_ip}/${RLARK_RAY_PORT}" 2> /dev/null; then
+                echo "Head is reachable at ${head_ip}:${RLARK_RAY_PORT}"
+                head_target="$head_ip"
+                break
+            fi
+        fi
+        echo "Waiting for head to be reachable at ${HEAD_ADDRESS}:${RLARK_RAY_PORT}... (attempt ${k})"
+        sleep 1
+    done
+fi
+
+ray_pid=""
+stop_worker() {
+    trap - INT TERM
+    echo "Stopping Ray worker..."
+    timeout "${RLARK_RAY_STOP_TIMEOUT:-60}" ray stop --force > /dev/null 2>&1 || true
+    if [ -n "$ray_pid" ]; then
+        kill -TERM "$ray_pid" 2> /dev/null || true
+    fi
+}
+trap 'stop_worker; exit 143' TERM
+trap 'stop_worker; exit 130' INT
+
+ray start --address="${head_target}:${RLARK_RAY_PORT}" --temp-dir "$RAY_TEMP_DIR" --block &
+ray_pid=$!
+ray_status=0
+wait "$ray_pid" || ray_status=$?
+ray_pid=""
+echo "Ray worker process exited with code ${ray_status}"
+stop_worker
+# RLark goes further: exit with the Ray process's code (upstream always exits 0).
+exit "$ray_status"
