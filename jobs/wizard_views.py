@@ -102,57 +102,44 @@ class UIInventory:
 
 
 def _storage_classes(cluster: str) -> list[str]:
-    try:
-        from storage.services import classes_for_cluster  # H5
+    """Names of the storage classes of ``cluster`` (storage.services)."""
+    from storage.services import classes_for_cluster
 
-        rows = classes_for_cluster(cluster)
-    except (ImportError, AttributeError):
-        from storage.models import StorageClass
-
-        rows = StorageClass.objects.filter(cluster__name=cluster)
-    return [getattr(r, "name", str(r)) for r in rows]
+    return [sc.name for sc in classes_for_cluster(cluster)]
 
 
 def _domains() -> tuple[list[Any], str]:
+    """All domains by name and the one the wizard preselects (domains.services: the only one, else none)."""
     from domains.models import Domain
+    from domains.services import default_domain
 
-    domains = list(Domain.objects.order_by("name"))
-    try:
-        from domains.services import default_domain  # H5
-
-        default = default_domain()
-        default_name = getattr(default, "name", default) or ""
-    except (ImportError, AttributeError):
-        default_name = domains[0].name if len(domains) == 1 else ""
-    return domains, str(default_name or "")
+    default = default_domain()
+    return list(Domain.objects.order_by("name")), default.name if default else ""
 
 
-def _ssh_keys(user) -> list[Any]:
-    try:
-        from sshkeys.services import keys_for
+def _ssh_keys(user, owner=None) -> list[Any]:
+    """The user's keys (and, when editing someone else's job, its owner's keys)."""
+    from sshkeys.services import keys_for
 
-        return list(keys_for(user))
-    except (ImportError, AttributeError):
-        from sshkeys.models import SSHPublicKey
-
-        return list(SSHPublicKey.objects.filter(owner=user))
+    keys = list(keys_for(user))
+    if owner is not None and owner != user:
+        keys += list(keys_for(owner))
+    return keys
 
 
 # --------------------------------------------------------------------------- validation through H1
 
 
 def _validate(state: wz.WizardState, user, job=None):
-    """Map the state to a document, normalize it and run the one validator. Returns ``(document, result)``.
+    """Map the state to a document and check it exactly as submission will (``check_document``: normalize +
+    the one validator). Returns ``(normalized document, result)``.
 
-    ``job``: the job being edited (its own Workers' resources are given back to their nodes)."""
-    from jobs.spec.document import normalize
-    from jobs.spec.inventory import Inventory
-    from jobs.spec.validator import validate
+    ``job``: the job being edited (its own Workers' resources are given back; its owner's keys are known)."""
+    from jobs.services.submission import check_document
 
-    document = normalize(wz.to_document(state))
-    inventory = Inventory.from_db(user, exclude_job=job)
-    result = validate(document, inventory, rlinf_config=state.rlinf_config or None)
-    return document, result
+    kwargs = {"exclude_job": job, "key_owners": [job.owner]} if job is not None else {}
+    rlinf_config = state.rlinf_config if state.rlinf_config.strip() else None
+    return check_document(user, wz.to_document(state), rlinf_config=rlinf_config, **kwargs)
 
 
 def _problem_rows(problems, lang: str) -> list[dict[str, Any]]:
@@ -183,6 +170,7 @@ def _page_context(request, state, *, mode, job=None, errors=None, warnings=None,
     inv = UIInventory()
     lang = _lang()
     domains, default_domain = _domains()
+    ssh_keys = _ssh_keys(request.user, job.owner if job is not None else None)
     roles = []
     for i, role in enumerate(state.roles):
         roles.append(
@@ -234,7 +222,8 @@ def _page_context(request, state, *, mode, job=None, errors=None, warnings=None,
         "role_kinds": wz.ROLE_KINDS,
         "domains": domains,
         "default_domain": default_domain,
-        "ssh_keys": _ssh_keys(request.user),
+        "ssh_keys": ssh_keys,
+        "unlisted_keys": [k for k in state.ssh_keys if k not in {x.key for x in ssh_keys}],
         "errors": errors or [],
         "step_errors": step_errors,
         "other_errors": [e for e in (errors or []) if e["step"] != state.step],
@@ -382,10 +371,16 @@ def _submit(request, state, document, mode, job, extra):
     lang = "en" if _lang() == "en" else "zh-hans"
     try:
         if mode == Mode.CREATE:
-            kwargs = {"rlinf_config": state.rlinf_config} if state.rlinf_config else {}
-            saved = submission.create_job(request.user, document, **kwargs)
+            saved = submission.create_job(request.user, document, rlinf_config=state.rlinf_config, request=request)
         else:
-            saved = submission.update_job(request.user, job, document, restart=(mode == Mode.RESTART))
+            saved = submission.update_job(
+                request.user,
+                job,
+                document,
+                restart=(mode == Mode.RESTART),
+                rlinf_config=state.rlinf_config,
+                request=request,
+            )
     except submission.JobExists:
         state.step = 1
         extra["errors"] = [
@@ -419,8 +414,6 @@ def _wizard(request: HttpRequest, *, mode: str, job=None) -> HttpResponse:
             source = policy.get_job_for(request.user, request.GET["clone"])
             state = wz.from_document(clone_document(source), infer_cluster=inv.infer_cluster)
             state.rlinf_config = source.rlinf_config or ""
-            if not state.name.endswith("-copy"):
-                state.name = f"{source.name}-copy"
         elif request.GET.get("type") == wz.DEMO_TYPE:
             state, notice = _load_demo(inv)
             state = state or wz.initial_state(inv.cluster_names)
@@ -535,22 +528,20 @@ def yaml_job(request: HttpRequest) -> HttpResponse:
         if action == "submit":
             try:
                 saved = submission.create_job(request.user, text)
-            except submission.JobExists:
-                ctx["errors"] = [{"path": "metadata.name", "code": "job_exists", "message": _("This name exists.")}]
+            except submission.JobExists as exc:
+                message = _("A job named %(name)s already exists.") % {"name": exc.name}
+                ctx["errors"] = [{"path": "metadata.name", "code": "job_exists", "message": message}]
                 return render(request, "jobs/wizard_yaml.html", ctx, status=409)
             except submission.JobInvalid as exc:
                 ctx["errors"] = _problem_rows(exc.result.errors, lang)
                 ctx["warnings"] = _problem_rows(exc.result.warnings, lang)
                 return render(request, "jobs/wizard_yaml.html", ctx, status=400)
             return HttpResponseRedirect(f"/jobs/{saved.name}/")
-        from jobs.spec.inventory import Inventory
-        from jobs.spec.validator import validate
-
-        result = validate(document, Inventory.from_db(request.user))
+        checked, result = submission.check_document(request.user, text)
         ctx["errors"] = _problem_rows(result.errors, lang)
         ctx["warnings"] = _problem_rows(result.warnings, lang)
         ctx["valid"] = not result.errors
-        ctx["preview"] = _preview_yaml(document) if not result.errors else ""
+        ctx["preview"] = _preview_yaml(checked) if checked is not None and not result.errors else ""
     return render(request, "jobs/wizard_yaml.html", ctx)
 
 

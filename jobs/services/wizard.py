@@ -151,6 +151,7 @@ class WizardState:
     step: int = 1
     active_role: int = 0
     annotations: dict[str, str] = field(default_factory=dict)  # extra annotations kept on edit
+    stopped: bool = False  # kept on edit: editing a stopped job does not start it
 
     @property
     def header_index(self) -> int:
@@ -318,6 +319,8 @@ def to_document(state: WizardState) -> dict[str, Any]:
         spec["domain"] = state.domain
     if state.ssh_keys:
         spec["sshPublicKeys"] = list(state.ssh_keys)
+    if state.stopped:
+        spec["stopped"] = True
     return {"apiVersion": API_VERSION, "kind": "Job", "metadata": metadata, "spec": spec}
 
 
@@ -427,6 +430,7 @@ def from_document(document: Mapping, *, infer_cluster=None) -> WizardState:
         domain=_str(spec.get("domain")),
         run_script="",
         tensorboard_dir="",
+        stopped=spec.get("stopped") is True,
     )
     keys = spec.get("sshPublicKeys")
     if keys is None and spec.get("sshPublicKey"):
@@ -480,6 +484,7 @@ def from_post(data) -> WizardState:
         rlinf_config=_get(data, "rlinf_config").replace("\r\n", "\n"),
         step=min(max(_int(data.get("step"), 1), 1), 4),
         active_role=_int(data.get("active_role"), 0),
+        stopped=_get(data, "stopped") == "1",
     )
     for key in data:
         if key.startswith("ann:"):
