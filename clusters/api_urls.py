@@ -1,5 +1,18 @@
 """REST API routes of the clusters app (mounted under /api/v1/)."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from clusters.api import views
+
+urlpatterns = [
+    path("clusters/", views.ClusterListView.as_view(), name="api-clusters"),
+    path("clusters/<str:name>/", views.ClusterDetailView.as_view(), name="api-cluster"),
+    path("clusters/<str:name>/sync/", views.ClusterSyncView.as_view(), name="api-cluster-sync"),
+    path("nodes/", views.NodeListView.as_view(), name="api-nodes"),
+    path("nodes/<str:cluster>/<str:name>/cordon/", views.NodeCordonView.as_view(cordon=True), name="api-node-cordon"),
+    path(
+        "nodes/<str:cluster>/<str:name>/uncordon/",
+        views.NodeCordonView.as_view(cordon=False),
+        name="api-node-uncordon",
+    ),
+]

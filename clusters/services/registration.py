@@ -152,7 +152,7 @@ def register_cluster(data: dict, actor=None, request=None, *, test: bool = True)
         "cluster",
         cluster.name,
         request=request,
-        runtime=cluster.runtime,
+        runtime=str(cluster.runtime),
         namespace=cluster.namespace,
     )
     return cluster

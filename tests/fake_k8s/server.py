@@ -218,6 +218,9 @@ class FakeKubernetes:
             if self._site is not None:
                 await self._site.stop()
                 self._site = None
+            server = self._runner.server if self._runner else None
+            for conn in server.connections if server else []:
+                conn.force_close()  # like a dead API server: kept-alive connections drop too
 
         self._call(stop_site())
 
