@@ -396,3 +396,20 @@ def test_every_issue_code_has_a_case():
     from jobs.spec.messages import MESSAGES
 
     assert set(CASES) <= set(MESSAGES)
+
+
+def test_pvc_options_checked_and_rwo_warning():
+    doc = base_doc()
+    storage_mount(1, "/data", "oss-a")(doc, None)
+    wl = doc["spec"]["tasks"][1]["kubernetes"]["workload"]
+    claim = next(iter(wl["pvcStorageMap"]))
+    result = run(doc)
+    assert result.valid and {p.code for p in result.warnings} == {"pvc_shared_rwo"}
+    wl["pvcOptions"] = {claim: {"size": "20Gi", "accessMode": "ReadWriteMany"}}
+    assert run(doc).problems == []
+    wl["pvcOptions"] = {claim: {"size": "lots", "accessMode": "Sometimes", "reclaimPolicy": "Keep"}}
+    assert {"quantity_invalid", "pvc_options_invalid"} <= set(run(doc).codes())
+    n = normalize(doc)
+    new_claim = next(iter(n["spec"]["tasks"][1]["kubernetes"]["workload"]["pvcStorageMap"]))
+    assert new_claim == "pvc-ppo-job-rollout-data"
+    assert list(n["spec"]["tasks"][1]["kubernetes"]["workload"]["pvcOptions"]) == [new_claim]

@@ -10,6 +10,8 @@ Shape contract for things upstream cannot express (RLark Console goes further):
 - ``spec.sshPublicKeys``: list of public keys (upstream ``spec.sshPublicKey`` string is folded into it).
 - CPU/memory: ``resources.requests/limits.cpu|memory`` of container ``main``.
 - ``/dev/shm``: a volume ``{name: dshm, emptyDir: {medium: Memory, sizeLimit: <qty>}}`` mounted at ``/dev/shm``.
+- PVC size/access mode: ``kubernetes.workload.pvcOptions[claim] = {size, accessMode, reclaimPolicy}`` (keys follow
+  the recomputed claim names like ``pvcStorageMap``).
 - Display name: annotation ``rlark.io/display-name``.
 """
 
@@ -240,9 +242,11 @@ def _mirror_extended(resources: dict) -> None:
 def _recompute_pvcs(job: str, template: dict, workload: dict, pspec: dict) -> None:
     volumes = pspec.get("volumes") if isinstance(pspec.get("volumes"), list) else []
     old_map = workload.get("pvcStorageMap") if isinstance(workload.get("pvcStorageMap"), dict) else {}
+    old_opts = workload.get("pvcOptions") if isinstance(workload.get("pvcOptions"), dict) else {}
     if not old_map and not any(isinstance(v, dict) and "persistentVolumeClaim" in v for v in volumes):
         return
     new_map: dict[str, Any] = {}
+    new_opts: dict[str, Any] = {}
     tname = str(template.get("name") or "")
     for v in volumes:
         if not isinstance(v, dict) or not isinstance(v.get("persistentVolumeClaim"), dict):
@@ -254,6 +258,8 @@ def _recompute_pvcs(job: str, template: dict, workload: dict, pspec: dict) -> No
         storage_class = old_map.get(claim) if claim else None
         new_claim = pvc_name(job, tname, str(v.get("name") or "vol")) if job else claim
         pvc["claimName"] = new_claim
+        if claim in old_opts:
+            new_opts[new_claim] = old_opts[claim]
         if storage_class not in (None, ""):
             new_map[new_claim] = storage_class
         elif claim in old_map:
@@ -262,6 +268,12 @@ def _recompute_pvcs(job: str, template: dict, workload: dict, pspec: dict) -> No
         workload["pvcStorageMap"] = new_map
     else:
         workload.pop("pvcStorageMap", None)
+    renamed = {c for c in old_opts if c in old_map}
+    kept = {c: o for c, o in old_opts.items() if c not in renamed}
+    if new_opts or kept:
+        workload["pvcOptions"] = {**kept, **new_opts}
+    else:
+        workload.pop("pvcOptions", None)
 
 
 # --- rendering -----------------------------------------------------------------------------------------------------
@@ -283,7 +295,7 @@ _ORDER: dict[str, tuple[str, ...]] = {
         "kubernetes",
     ),
     "kubernetes": ("workload",),
-    "workload": ("kind", "replicas", "template", "pvcStorageMap"),
+    "workload": ("kind", "replicas", "template", "pvcStorageMap", "pvcOptions"),
     "podTemplate": ("metadata", "spec"),
     "podSpec": ("containers", "volumes"),
     "container": ("name", "image", "env", "resources", "volumeMounts"),

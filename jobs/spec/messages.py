@@ -203,6 +203,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "{role} 有 {replicas} 个 Worker，共享同一个 ReadWriteOnce 存储卷 {claim}，可能无法同时挂载。",
         "{role} has {replicas} workers sharing one ReadWriteOnce claim {claim}; they may not all mount it.",
     ),
+    "pvc_options_invalid": ("{role} 的存储卷选项无效：{detail}", "The volume options of {role} are invalid: {detail}"),
     "mount_shadows_path": (
         "{role} 挂载到 {mount} 会遮蔽镜像中的已有目录。",
         "Mounting at {mount} in {role} hides what the image has there.",

@@ -28,6 +28,7 @@ JOB_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 TEMPLATE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ROLES = ("Actor", "Rollout", "Env")
+ACCESS_MODES = ("ReadWriteOnce", "ReadWriteOncePod", "ReadWriteMany", "ReadOnlyMany")
 RESERVED_ENV = ("RLINF_NODE_RANK", "POD_NAME")
 SHADOWED = (
     "/",
@@ -503,6 +504,7 @@ class _Validator:
                 self.add(f"{vpath}[{j}].name", "volume_name_collision", role=role, volume=vname)
             by_name[vname] = v
         storage_map = workload.get("pvcStorageMap") if isinstance(workload.get("pvcStorageMap"), dict) else {}
+        pvc_options = workload.get("pvcOptions") if isinstance(workload.get("pvcOptions"), dict) else {}
         cluster_info = self.inv.clusters.get(cluster)
         for j, v in enumerate(volumes):
             if not isinstance(v, dict):
@@ -534,7 +536,21 @@ class _Validator:
                             storage_class=storage_class,
                             cluster=cluster,
                         )
-                if replicas > 1 and str(pvc.get("accessMode") or "ReadWriteOnce") == "ReadWriteOnce":
+                opts = pvc_options.get(claim) if isinstance(pvc_options.get(claim), dict) else {}
+                opath = f"{path}.kubernetes.workload.pvcOptions.{claim}"
+                mode = str(opts.get("accessMode") or "ReadWriteOnce")
+                if mode not in ACCESS_MODES:
+                    self.add(f"{opath}.accessMode", "pvc_options_invalid", role=role, detail=f"accessMode {mode}")
+                if opts.get("size") not in (None, "") and _quantity(opts.get("size")) is None:
+                    self.add(f"{opath}.size", "quantity_invalid", role=role, resource="storage", value=opts["size"])
+                if opts.get("reclaimPolicy") not in (None, "", "Retain", "Delete"):
+                    self.add(
+                        f"{opath}.reclaimPolicy",
+                        "pvc_options_invalid",
+                        role=role,
+                        detail=f"reclaimPolicy {opts['reclaimPolicy']}",
+                    )
+                if replicas > 1 and mode in ("ReadWriteOnce", "ReadWriteOncePod"):
                     self.add(spath, "pvc_shared_rwo", WARNING, role=role, replicas=replicas, claim=claim)
         mounts = container.get("volumeMounts") if isinstance(container.get("volumeMounts"), list) else []
         seen_paths: set[str] = set()
