@@ -3,6 +3,7 @@
 from django.urls import path
 
 from jobs.api import views
+from jobs.api.logs import JobLogsView
 
 urlpatterns = [
     path("jobs/", views.JobListView.as_view(), name="api-jobs"),
@@ -12,5 +13,11 @@ urlpatterns = [
     path("jobs/<str:name>/start/", views.JobActionView.as_view(action="start"), name="api-job-start"),
     path("jobs/<str:name>/restart/", views.JobActionView.as_view(action="restart"), name="api-job-restart"),
     path("jobs/<str:name>/clone/", views.JobCloneView.as_view(), name="api-job-clone"),
+    path("jobs/<str:name>/logs/", JobLogsView.as_view(), name="api-job-logs"),
     path("rlinf/plan/", views.RLinfPlanView.as_view(), name="api-rlinf-plan"),
 ]
+
+# Diagnosis, run check and metrics (H8).
+from jobs.api import diagnosis as diagnosis_api  # noqa: E402
+
+urlpatterns += diagnosis_api.urlpatterns

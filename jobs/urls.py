@@ -1,11 +1,23 @@
-"""Pages of the jobs app."""
+"""Pages of the jobs app (mounted at /jobs/)."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from jobs import views
 
 app_name = "jobs"
-urlpatterns: list = []
+urlpatterns: list = [
+    path("", views.job_list, name="list"),
+    path("<str:name>/", views.job_detail, name="detail"),
+    path("<str:name>/log/", views.job_log, name="log"),
+    path("<str:name>/<str:action>/", views.job_action, name="action"),
+]
 
 # Job wizard (H6): registered first so "new/" is not taken for a job name.
 from jobs import wizard_views  # noqa: E402
 
 urlpatterns[:0] = wizard_views.urlpatterns
+
+# Diagnosis, Run check and Metrics tabs (H8): registered before "<name>/<action>/".
+from jobs import diagnosis_views  # noqa: E402
+
+urlpatterns[:0] = diagnosis_views.urlpatterns

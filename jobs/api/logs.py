@@ -1,0 +1,69 @@
+"""``GET /api/v1/jobs/{name}/logs/?pod=POD&tail=1000&previous=false``: a Worker's ``main`` log as text.
+
+- ``pod``: the Worker (Pod) name; default: the header's Pod.
+- ``tail``: number of last lines, default 1000 (seed 02: the Logs tab reads the last 1000 lines),
+  ``all`` or 0 for everything up to 100000 lines.
+- ``previous``: ``true`` for the previous container instance (where there is one).
+
+Answers ``text/plain; charset=utf-8``; 404 for a job the user may not see (``accounts.policy``),
+for a Pod that is not one of the job's Workers, or for a log that does not exist (any more);
+400 for a bad ``tail``; 503 when the runtime cannot be reached. Once a job is stopped or has
+finished, the last lines archived by the sync are served.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.views import APIView
+
+from accounts import policy
+from clusters.runtime.base import PodNotFound, RuntimeError_
+from jobs.models import Pod
+from jobs.services.status import DEFAULT_TAIL, MAX_TAIL, read_worker_log, worker_rows
+
+
+def _text(body: str, status: int = 200) -> HttpResponse:
+    return HttpResponse(body, status=status, content_type="text/plain; charset=utf-8")
+
+
+class JobLogsView(APIView):
+    """The ``main`` container log of one Worker of a job."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("pod", str, description="Worker (Pod) name; default: the header's Pod"),
+            OpenApiParameter("tail", str, description="last N lines (default 1000; 'all' or 0 = up to 100000)"),
+            OpenApiParameter("previous", bool, description="the previous container instance"),
+        ],
+        responses={(200, "text/plain"): OpenApiTypes.STR},
+    )
+    def get(self, request, name: str):
+        job = policy.get_job_for(request.user, name)
+        raw_tail = request.query_params.get("tail", str(DEFAULT_TAIL)).strip().lower()
+        if raw_tail in ("all", "0", "-1"):
+            tail = MAX_TAIL
+        else:
+            try:
+                tail = int(raw_tail)
+            except ValueError:
+                return _text("tail must be a positive number or 'all'\n", 400)
+            if tail < 1:
+                return _text("tail must be a positive number or 'all'\n", 400)
+            tail = min(tail, MAX_TAIL)
+        previous = request.query_params.get("previous", "false").lower() in ("1", "true", "yes")
+        pod = request.query_params.get("pod", "")
+        if not pod:
+            head = next((w for w in worker_rows(job) if w["head"]), None)
+            if head is None:
+                return _text("this job has no Workers yet\n", 404)
+            pod = head["name"]
+        try:
+            return _text(read_worker_log(job, pod, tail=tail, previous=previous))
+        except Pod.DoesNotExist:
+            return _text(f"worker {pod} is not part of job {job.name}\n", 404)
+        except PodNotFound as exc:
+            return _text(f"{exc}\n", 404)
+        except RuntimeError_ as exc:
+            return _text(f"{exc}\n", 404 if exc.reason == "not_found" else 503)
