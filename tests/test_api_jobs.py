@@ -141,6 +141,9 @@ def test_put_patch_stop_start_and_restart(api):
     assert r.status_code == 200, r.json()
     assert r.json()["spec"]["spec"]["tasks"][1]["prepareScript"] == "echo changed"
     assert r.json()["display_name"] == "PPO 训练"  # PUT keeps annotations
+    text = yaml.safe_dump({k: v for k, v in doc.items() if k != "metadata"}, allow_unicode=True)
+    r = api.put("/api/v1/jobs/ppo-job/", text, content_type="application/yaml")
+    assert r.status_code == 200, r.json()  # the name comes from the URL
     doc["metadata"]["name"] = "other-name"
     r = api.put("/api/v1/jobs/ppo-job/", doc, format="json")
     assert r.status_code == 400 and "job_name_mismatch" in codes(r.json())

@@ -152,6 +152,11 @@ def update_job(
     from jobs.services import controller
 
     config = job.rlinf_config if rlinf_config is None else _rlinf(rlinf_config, "")
+    if isinstance(document_or_text, str | bytes):
+        parsed, problems = parse_text(document_or_text, content_type)
+        if parsed is None:
+            raise JobInvalid(ValidationResult(problems))
+        document_or_text = parsed
     if isinstance(document_or_text, dict):
         document_or_text = copy.deepcopy(document_or_text)
         meta = document_or_text.setdefault("metadata", {}) if isinstance(document_or_text, dict) else {}
