@@ -1,0 +1,345 @@
+/* RLark Console: the Logs tab (terminal/templates/terminal/logs_panel.html).
+ *
+ * One websocket per panel (ws/terminal/jobs/<job>/logs/). The server sends the last 1000 lines
+ * per Pod, then (Live on) only the lines after each Pod's cursor every 5 s. The page keeps the
+ * cursors and sends them back when it reconnects, so lines are neither repeated nor skipped.
+ * Only the visible rows are in the DOM (fixed row height, virtual scrolling), so 100k lines stay
+ * responsive. Server HTML (`h`) is already escaped + ANSI spans; plain lines use textContent.
+ */
+(function () {
+  "use strict";
+  if (window.RLarkLogs) { window.RLarkLogs.initAll(); return; }
+
+  const ROW = 18;            // px, must match .log-view .ll height
+  const OVERSCAN = 30;
+  const MAX_LINES = 200000;  // memory cap of the page; the full log is always downloadable
+
+  function fmt(s, vars) {
+    return String(s).replace(/%\((\w+)\)s/g, (_, k) => (vars && k in vars ? vars[k] : ""));
+  }
+  function csvField(v) { return '"' + String(v == null ? "" : v).replace(/"/g, '""') + '"'; }
+
+  class LogsPanel {
+    constructor(root) {
+      this.root = root;
+      this.cfg = JSON.parse(root.dataset.config);
+      this.s = this.cfg.strings;
+      this.el = {};
+      root.querySelectorAll("[data-el]").forEach((n) => { this.el[n.dataset.el] = n; });
+      this.lines = [];        // {pod, role, n, t, h, ts, sep}
+      this.visible = [];      // indices into lines matching the filter
+      this.held = [];         // lines received while the view is frozen
+      this.pods = {};         // pod -> {id, next, cursor, state, message}
+      this.targets = [];
+      this.live = false;
+      this.frozen = false;
+      this.filter = "";
+      this.retry = 0;
+      this.closedFinal = false;
+      this.throttled = false;
+      this.lastTick = "";
+      this.bind();
+      this.connect();
+    }
+
+    bind() {
+      const e = this.el;
+      e.role.addEventListener("change", () => { this.fillPods(); this.resubscribe(); });
+      e.pod.addEventListener("change", () => this.resubscribe());
+      e.previous.addEventListener("change", () => this.resubscribe());
+      e.live.addEventListener("click", () => this.setLive(!this.live));
+      e.pause.addEventListener("click", () => this.setFrozen(!this.frozen));
+      let t = null;
+      e.filter.addEventListener("input", () => {
+        clearTimeout(t);
+        t = setTimeout(() => { this.filter = e.filter.value; this.refilter(); }, 120);
+      });
+      e.timestamps.addEventListener("change", () => this.render(true));
+      e.export.addEventListener("click", () => this.exportView());
+      e.view.addEventListener("scroll", () => this.render(false), { passive: true });
+      window.addEventListener("resize", () => this.render(true));
+    }
+
+    // --- selection -------------------------------------------------------------------------
+    selectedPods() {
+      const role = this.el.role.value, pod = this.el.pod.value;
+      if (pod) return [pod];
+      return this.targets.filter((t) => !role || t.role === role).map((t) => t.pod);
+    }
+    roleOf(pod) { const t = this.targets.find((x) => x.pod === pod); return t ? t.role : ""; }
+    merged() { return !this.el.pod.value; }
+
+    fillPods() {
+      const sel = this.el.pod, cur = sel.value, role = this.el.role.value;
+      const opts = [new Option(this.s.allWorkers, "")];
+      for (const t of this.targets) {
+        if (role && t.role !== role) continue;
+        let label = t.pod + (t.restarts ? " · " + fmt(this.s.restarts, { n: t.restarts }) : "");
+        if (!t.exists) label += " · " + this.s.gone;
+        opts.push(new Option(label, t.pod));
+      }
+      sel.replaceChildren(...opts);
+      sel.value = opts.some((o) => o.value === cur) ? cur : "";
+      const t = this.targets.find((x) => x.pod === sel.value);
+      this.el.previous.disabled = !(t && t.hasPrevious);
+      if (this.el.previous.disabled) this.el.previous.checked = false;
+      this.updateDownload();
+    }
+
+    updateDownload() {
+      const a = this.el.download, pod = this.el.pod.value;
+      if (!pod) {
+        a.setAttribute("aria-disabled", "true"); a.href = "#"; a.title = this.s.pickWorker; return;
+      }
+      const q = new URLSearchParams({ pod });
+      if (this.el.previous.checked) q.set("previous", "1");
+      a.href = this.cfg.download + "?" + q.toString();
+      a.removeAttribute("aria-disabled"); a.title = "";
+    }
+
+    // --- websocket -------------------------------------------------------------------------
+    connect() {
+      const proto = location.protocol === "https:" ? "wss:" : "ws:";
+      const ws = new WebSocket(proto + "//" + location.host + this.cfg.ws);
+      this.ws = ws;
+      this.status(this.s.connecting);
+      this.needSubscribe = true;
+      ws.onopen = () => { this.retry = 0; };
+      ws.onmessage = (ev) => { try { this.onMessage(JSON.parse(ev.data)); } catch (err) { console.error(err); } };
+      ws.onclose = (ev) => this.onClose(ev);
+    }
+
+    onClose(ev) {
+      if (this.ws && this.ws.readyState !== WebSocket.CLOSED) return;
+      const reason = ev.reason || "";
+      if (ev.code === 4401 || ev.code === 4403 || ev.code === 4404) {
+        this.closedFinal = true;
+        this.status(fmt(this.s.closed, { reason }), "bad");
+        this.setLive(false, true);
+        return;
+      }
+      if (!this.root.isConnected) return;
+      this.status(this.s.reconnecting + (reason ? " (" + reason + ")" : ""), "warn");
+      this.retry = Math.min(this.retry + 1, 6);
+      setTimeout(() => this.connect(), 500 * this.retry);
+    }
+
+    send(msg) { if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(msg)); }
+
+    subscribe() {
+      const pods = this.selectedPods();
+      const cursors = {};
+      for (const p of pods) if (this.pods[p] && this.pods[p].cursor) cursors[p] = this.pods[p].cursor;
+      this.send({ type: "subscribe", pods, previous: this.el.previous.checked, live: this.live, cursors });
+    }
+
+    resubscribe() {
+      const t = this.targets.find((x) => x.pod === this.el.pod.value);
+      this.el.previous.disabled = !(t && t.hasPrevious);
+      if (this.el.previous.disabled) this.el.previous.checked = false;
+      this.updateDownload();
+      this.lines = []; this.visible = []; this.held = []; this.pods = {};
+      this.el.view.scrollTop = 0;
+      this.render(true);
+      this.subscribe();
+    }
+
+    setLive(on, quiet) {
+      this.live = on;
+      this.el.live.setAttribute("aria-pressed", on ? "true" : "false");
+      this.el.live.textContent = on ? this.s.streaming : this.s.paused;
+      if (!quiet) this.send({ type: "live", on });
+    }
+
+    setFrozen(on) {
+      this.frozen = on;
+      this.el.pause.setAttribute("aria-pressed", on ? "true" : "false");
+      if (!on && this.held.length) { const h = this.held; this.held = []; this.append(h); }
+      this.updateStatus();
+    }
+
+    onMessage(msg) {
+      if (msg.type === "targets") {
+        this.gotTargets = true;
+        this.warnings = msg.warnings || [];
+        const key = JSON.stringify(msg.targets || []);
+        if (key !== this.targetsKey) { this.targetsKey = key; this.targets = msg.targets || []; this.fillPods(); }
+        if (this.needSubscribe) { this.needSubscribe = false; this.subscribe(); }
+      } else if (msg.type === "lines") {
+        this.onLines(msg);
+      } else if (msg.type === "state") {
+        const st = this.pods[msg.pod] || (this.pods[msg.pod] = {});
+        st.state = msg.state; st.message = msg.message;
+        this.render(true);
+      } else if (msg.type === "tick") {
+        this.lastTick = msg.at;
+        this.updateStatus();
+      }
+    }
+
+    onLines(msg) {
+      const st = this.pods[msg.pod] || (this.pods[msg.pod] = {});
+      const role = this.roleOf(msg.pod);
+      const add = [];
+      st.state = null;
+      if (msg.reset) {
+        if (st.id && st.id !== msg.id) {
+          const n = (this.targets.find((x) => x.pod === msg.pod) || {}).restarts || 0;
+          add.push({ pod: msg.pod, role, n: -1, t: "── " + fmt(this.s.restarted, { n }) + " ──", sep: true });
+        }
+        st.id = msg.id; st.next = msg.first;
+      }
+      if (msg.id !== st.id) return; // a frame of an instance we already left
+      for (const l of msg.lines) {
+        if (l.n < st.next) continue; // never show a line twice
+        l.pod = msg.pod; l.role = role;
+        add.push(l);
+        st.next = l.n + 1;
+      }
+      st.cursor = msg.cursor;
+      this.throttled = !!msg.more;
+      if (!add.length) { this.render(true); return; }
+      if (this.frozen) { this.held.push(...add); this.updateStatus(); return; }
+      this.append(add);
+    }
+
+    // --- view ------------------------------------------------------------------------------
+    matches(l) { return !this.filter || l.t.toLowerCase().includes(this.filter.toLowerCase()); }
+
+    append(add) {
+      const atBottom = this.atBottom();
+      const base = this.lines.length;
+      for (let i = 0; i < add.length; i++) {
+        this.lines.push(add[i]);
+        if (this.matches(add[i])) this.visible.push(base + i);
+      }
+      if (this.lines.length > MAX_LINES) {
+        const drop = this.lines.length - MAX_LINES;
+        this.lines.splice(0, drop);
+        this.visible = this.visible.filter((i) => i >= drop).map((i) => i - drop);
+      }
+      this.render(true, atBottom);
+    }
+
+    refilter() {
+      const v = [];
+      for (let i = 0; i < this.lines.length; i++) if (this.matches(this.lines[i])) v.push(i);
+      this.visible = v;
+      this.render(true, true);
+    }
+
+    atBottom() {
+      const v = this.el.view;
+      return v.scrollHeight - v.scrollTop - v.clientHeight < ROW * 2;
+    }
+
+    render(force, stick) {
+      const e = this.el, view = e.view;
+      const total = this.visible.length;
+      e.spacer.style.height = total * ROW + "px";
+      if (stick) view.scrollTop = view.scrollHeight;
+      const start = Math.max(0, Math.floor(view.scrollTop / ROW) - OVERSCAN);
+      const end = Math.min(total, Math.ceil((view.scrollTop + view.clientHeight) / ROW) + OVERSCAN);
+      if (!force && start === this._start && end === this._end) return;
+      this._start = start; this._end = end;
+      const showTs = e.timestamps.checked, prefix = this.merged();
+      const frag = document.createDocumentFragment();
+      for (let k = start; k < end; k++) frag.appendChild(this.row(this.lines[this.visible[k]], showTs, prefix));
+      e.window.style.top = start * ROW + "px";
+      e.window.replaceChildren(frag);
+      this.updateEmpty();
+      this.updateStatus();
+    }
+
+    row(l, showTs, prefix) {
+      const div = document.createElement("div");
+      div.className = "ll";
+      if (prefix && !l.sep) {
+        const w = document.createElement("span"); w.className = "lw"; w.textContent = "[" + l.pod + "] "; div.appendChild(w);
+      }
+      if (showTs && l.ts) {
+        const t = document.createElement("span"); t.className = "lts"; t.textContent = l.ts + " "; div.appendChild(t);
+      }
+      const body = document.createElement("span");
+      if (l.sep) body.className = "lsep";
+      if (l.h && !this.filter) body.innerHTML = l.h; // server-escaped; only ANSI spans
+      else this.highlight(body, l.t);
+      div.appendChild(body);
+      return div;
+    }
+
+    highlight(node, text) {
+      if (!this.filter) { node.textContent = text; return; }
+      const low = text.toLowerCase(), f = this.filter.toLowerCase();
+      let i = 0, j;
+      while ((j = low.indexOf(f, i)) >= 0) {
+        if (j > i) node.appendChild(document.createTextNode(text.slice(i, j)));
+        const m = document.createElement("mark"); m.textContent = text.slice(j, j + f.length); node.appendChild(m);
+        i = j + f.length;
+      }
+      if (i < text.length) node.appendChild(document.createTextNode(text.slice(i)));
+    }
+
+    updateEmpty() {
+      const e = this.el.empty;
+      if (this.visible.length) { e.hidden = true; return; }
+      e.hidden = false;
+      if (this.lines.length && this.filter) { e.textContent = this.s.noMatch; return; }
+      const msgs = [];
+      for (const p of this.selectedPods()) {
+        const st = this.pods[p];
+        if (st && st.state) msgs.push(fmt(this.s["state." + st.state] || st.message, { pod: p, msg: st.message }));
+      }
+      if (msgs.length) e.textContent = msgs.join("\n");
+      else e.textContent = this.gotTargets && (this.lastTick || !this.selectedPods().length) ? this.s.noLogs : this.s.connecting;
+    }
+
+    status(text, cls) {
+      const span = document.createElement("span");
+      span.textContent = text; if (cls) span.className = cls;
+      this.el.status.replaceChildren(span);
+      this.statusSticky = !!cls;
+    }
+
+    updateStatus() {
+      const parts = [];
+      if (this.filter) parts.push([fmt(this.s.matches, { n: this.visible.length }), "", "matches"]);
+      parts.push([fmt(this.s.lines, { n: this.lines.length }), ""]);
+      if (this.lastTick) parts.push([fmt(this.s.updated, { t: new Date(this.lastTick).toLocaleTimeString() }), ""]);
+      if (this.frozen) parts.push([fmt(this.s.heldLines, { n: this.held.length }), "warn"]);
+      if (this.throttled) parts.push([this.s.throttled, "warn"]);
+      for (const w of this.warnings || []) parts.push([w, "bad"]);
+      this.el.matches.textContent = this.filter ? fmt(this.s.matches, { n: this.visible.length }) : "";
+      if (this.statusSticky && this.closedFinal) return;
+      if (this.statusSticky && this.ws && this.ws.readyState !== WebSocket.OPEN) return;
+      this.statusSticky = false;
+      this.el.status.replaceChildren(...parts.map(([t, c]) => {
+        const s = document.createElement("span"); s.textContent = t; if (c) s.className = c; return s;
+      }));
+    }
+
+    exportView() {
+      // upstream-rlark 8.4: CSV `worker,role,message`, every field quoted, current filter applied.
+      const rows = ["worker,role,message"];
+      for (const i of this.visible) { const l = this.lines[i]; if (!l.sep) rows.push([l.pod, l.role, l.t].map(csvField).join(",")); }
+      const blob = new Blob([rows.join("\n") + "\n"], { type: "text/csv;charset=utf-8" });
+      const a = document.createElement("a");
+      a.href = URL.createObjectURL(blob);
+      a.download = this.cfg.job + "-logs.csv";
+      document.body.appendChild(a); a.click(); a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+    }
+  }
+
+  window.RLarkLogs = {
+    LogsPanel,
+    initAll() {
+      document.querySelectorAll(".logs-panel[data-config]").forEach((root) => {
+        if (!root._rlarkLogs) root._rlarkLogs = new LogsPanel(root);
+      });
+    },
+  };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", () => window.RLarkLogs.initAll());
+  else window.RLarkLogs.initAll();
+  document.addEventListener("htmx:load", () => window.RLarkLogs.initAll());
+})();

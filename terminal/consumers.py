@@ -1,0 +1,620 @@
+"""Websocket consumers: live job logs and the WebTerminal.
+
+Both authenticate the session (``AuthMiddlewareStack``; Origin is checked by
+``AllowedHostsOriginValidator`` in ``rlark_console.asgi``), authorise the job through
+``accounts.policy`` (via :mod:`terminal.services.access`) on connect, i.e. on every reconnect,
+and re-check periodically. Refusals are accepted-then-closed with an application close code
+and a human reason the page shows (nothing else is sent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from clusters.runtime.base import PodNotFound, RuntimeError_
+from terminal.services import access, logs, sessions, transfer
+from terminal.services.runtimes import runtime_for
+
+logger = logging.getLogger(__name__)
+
+MAX_TEXT_FRAME = 64 * 1024
+
+
+def _reason(text: str) -> str:
+    """Close reasons are limited to 123 bytes by RFC 6455."""
+    raw = text.encode()
+    return text if len(raw) <= 123 else raw[:120].decode("utf-8", "ignore") + "..."
+
+
+class _JobSocket(AsyncWebsocketConsumer):
+    """Shared connect-time authorisation and periodic re-check."""
+
+    recheck_interval = 30.0
+
+    async def _authorize(self):
+        self.job_name = self.scope["url_route"]["kwargs"]["job"]
+        user = self.scope.get("user")
+        session = self.scope.get("session")
+        self.session_key = getattr(session, "session_key", None)
+        self.user_id = getattr(user, "pk", None)
+        try:
+            return await database_sync_to_async(access.check_job)(user, self.job_name)
+        except access.AccessDenied as exc:
+            await self.accept()
+            await self.close(code=exc.code, reason=_reason(str(exc)))
+            return None
+
+    async def _recheck(self) -> access.AccessDenied | None:
+        try:
+            await database_sync_to_async(access.recheck)(self.user_id, self.session_key, self.job_name)
+        except access.AccessDenied as exc:
+            return exc
+        return None
+
+    async def send_json(self, data: dict) -> None:
+        await self.send(text_data=json.dumps(data, separators=(",", ":"), ensure_ascii=False))
+
+
+class LogsConsumer(_JobSocket):
+    """``ws/terminal/jobs/<job>/logs/``: the Logs tab's data.
+
+    Client -> server (JSON): ``{"type":"subscribe","pods":[...],"previous":bool,"live":bool,
+    "cursors":{pod:{"id","off","n"}}}``, ``{"type":"live","on":bool}``, ``{"type":"refresh"}``.
+    Server -> client: ``targets`` (the job's Pods), ``lines`` (per Pod: ``id``, ``reset``,
+    ``first``, ``lines``, ``cursor``, ``more``), ``state`` (``empty``/``pending``/``gone``/
+    ``no-previous``/``error`` with a message), ``tick`` after each refresh.
+    Live refresh every :data:`terminal.services.logs.LIVE_INTERVAL` seconds (seed 02), each one
+    preceded by a permission re-check; lines resume from the page's cursors (no dups/gaps).
+    """
+
+    interval = logs.LIVE_INTERVAL
+    max_pods = 64
+    frame_lines = 2000
+
+    async def connect(self):
+        self.live_task: asyncio.Task | None = None
+        self.lock = asyncio.Lock()
+        self.pods: list[str] = []
+        self.previous = False
+        self.cursors: dict[str, logs.LogCursor] = {}
+        self.targets: list[logs.LogTarget] = []
+        job = await self._authorize()
+        if job is None:
+            return
+        self.layout = await database_sync_to_async(logs.load_layout)(job)
+        await self.accept()
+        await self._refresh_targets()
+
+    async def disconnect(self, code):
+        if getattr(self, "live_task", None):
+            self.live_task.cancel()
+
+    async def _refresh_targets(self) -> None:
+        self.targets, warnings = await asyncio.to_thread(logs.resolve_targets, self.layout)
+        await self.send_json({"type": "targets", "targets": [t.as_dict() for t in self.targets], "warnings": warnings})
+
+    async def receive(self, text_data=None, bytes_data=None):
+        if text_data is None or len(text_data) > MAX_TEXT_FRAME:
+            return
+        try:
+            msg = json.loads(text_data)
+        except ValueError:
+            return
+        if not isinstance(msg, dict):
+            return
+        kind = msg.get("type")
+        if kind == "subscribe":
+            pods = msg.get("pods") or []
+            self.pods = [p for p in pods if isinstance(p, str)][: self.max_pods]
+            self.previous = bool(msg.get("previous"))
+            raw = msg.get("cursors") if isinstance(msg.get("cursors"), dict) else {}
+            self.cursors = {p: c for p in self.pods if (c := logs.LogCursor.from_dict(raw.get(p)))}
+            await self._poll(initial=True)
+            self._set_live(bool(msg.get("live")))
+        elif kind == "live":
+            self._set_live(bool(msg.get("on")))
+        elif kind == "refresh":
+            denied = await self._recheck()
+            if denied:
+                await self.close(code=denied.code, reason=_reason(str(denied)))
+                return
+            await self._refresh_targets()
+            await self._poll()
+
+    def _set_live(self, on: bool) -> None:
+        if on and (self.live_task is None or self.live_task.done()):
+            self.live_task = asyncio.create_task(self._live_loop())
+        elif not on and self.live_task:
+            self.live_task.cancel()
+            self.live_task = None
+
+    async def _live_loop(self) -> None:
+        try:
+            while True:
+                await asyncio.sleep(self.interval)
+                denied = await self._recheck()
+                if denied:
+                    await self.close(code=denied.code, reason=_reason(str(denied)))
+                    return
+                layout = await database_sync_to_async(logs.load_layout_named)(self.job_name)
+                if layout is not None:
+                    self.layout = layout
+                await self._refresh_targets()
+                await self._poll()
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # pragma: no cover - keep the socket informative rather than silent
+            logger.exception("live log refresh failed")
+            await self.close(code=access.CLOSE_ERROR, reason="log refresh failed; reconnecting")
+
+    async def _poll(self, initial: bool = False) -> None:
+        async with self.lock:
+            wanted = set(self.pods)
+            selected = [t for t in self.targets if t.pod in wanted]
+            stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            results = await asyncio.gather(*(self._read_one(t, initial, stamp) for t in selected))
+            for target, (batch, error) in zip(selected, results, strict=True):
+                if batch is None:
+                    state, message = logs.empty_state(target, self.previous, error)
+                    self.cursors.pop(target.pod, None)
+                    await self.send_json({"type": "state", "pod": target.pod, "state": state, "message": message})
+                    continue
+                self.cursors[target.pod] = batch.cursor
+                await self._send_batch(batch)
+                if batch.reset and not batch.lines:
+                    state, message = logs.empty_state(target, self.previous)
+                    await self.send_json({"type": "state", "pod": target.pod, "state": state, "message": message})
+            await self.send_json({"type": "tick", "at": stamp, "live": bool(self.live_task)})
+
+    async def _read_one(self, target: logs.LogTarget, initial: bool, stamp: str):
+        if not target.exists:
+            return None, PodNotFound(target.pod)
+        if self.previous and not target.has_previous:
+            return None, RuntimeError_("no previous instance", "not_found")
+        cursor = self.cursors.get(target.pod)
+
+        def work():
+            runtime = runtime_for(target.cluster)
+            if cursor is None:
+                return logs.read_tail(runtime, target, self.previous)
+            return logs.read_since(runtime, target, cursor, self.previous, received_at=None if initial else stamp)
+
+        try:
+            return await asyncio.to_thread(work), None
+        except RuntimeError_ as exc:
+            return None, exc
+
+    async def _send_batch(self, batch: logs.LogBatch) -> None:
+        payload = batch.payload()
+        step = self.frame_lines
+        for i in range(0, max(len(payload), 1), step):
+            part = payload[i : i + step]
+            if not part and not batch.reset:
+                return
+            await self.send_json(
+                {
+                    "type": "lines",
+                    "pod": batch.pod,
+                    "id": batch.identity,
+                    "reset": batch.reset and i == 0,
+                    "first": batch.first + i,
+                    "lines": part,
+                    "cursor": batch.cursor.as_dict(),
+                    "more": batch.more,
+                }
+            )
+
+
+class _Upload:
+    """An upload in progress (or a refused one whose chunks are swallowed until ``file-upload-end``)."""
+
+    def __init__(self, expected: int, path: str = "", stream=None, error: str | None = None) -> None:
+        self.expected = expected
+        self.received = 0
+        self.path = path
+        self.stream = stream
+        self.error = error
+        self.encoder = transfer.Base64Lines()
+        self.output = bytearray()
+        self.reader: threading.Thread | None = None
+
+
+class TerminalConsumer(_JobSocket):
+    """``ws/terminal/jobs/<job>/pods/<pod>/``: a shell in the Pod's ``main`` container.
+
+    Protocol (upstream-rlark 9): binary frames = terminal bytes both ways; text JSON ``resize``,
+    ``file-upload`` (+ binary chunks + ``file-upload-end``), ``file-download`` ->
+    ``file-download-start``/chunks/``file-download-end``, ``file-transfer-done``, ``error``.
+    Additions: server ``ping`` every :attr:`ping_interval` s; optional client flow control
+    ``{"type":"flow","window":bytes}`` + ``{"type":"ack","bytes":n}`` (output pauses while more
+    than ``window`` bytes are unacknowledged). Unknown text frames are dropped.
+
+    Output path: a reader thread does the blocking ``ExecStream.read`` and puts chunks in a
+    bounded queue (it blocks when the queue is full, so the process blocks on its PTY: back-
+    pressure); a pump task coalesces chunks into frames of up to :attr:`max_frame` bytes, at most
+    one frame every :attr:`frame_interval` seconds. Closing frees everything: the exec stream
+    (process group killed), the reader thread, the tasks, and writes the audit line.
+    """
+
+    ping_interval = 25.0
+    idle_timeout = float(getattr(settings, "RLARK_TERMINAL_IDLE_TIMEOUT", 3600))
+    queue_size = 64
+    max_frame = 64 * 1024
+    frame_interval = 1 / 60
+    read_timeout = 0.2
+
+    async def connect(self):
+        self.stream = None
+        self.session: sessions.TerminalSession | None = None
+        self.finished = False
+        self.tasks: list[asyncio.Task] = []
+        self.upload: _Upload | None = None
+        self.download_task: asyncio.Task | None = None
+        self.stop = threading.Event()
+        self.window: int | None = None
+        self.sent_bytes = 0
+        self.acked = 0
+        self.ack_event = asyncio.Event()
+        self.send_lock = asyncio.Lock()
+        self.pod_name = self.scope["url_route"]["kwargs"]["pod"]
+        job = await self._authorize()
+        if job is None:
+            return
+        layout = await database_sync_to_async(logs.load_layout)(job)
+        targets, _warnings = await asyncio.to_thread(logs.resolve_targets, layout)
+        await self.accept()
+        target = next((t for t in targets if t.pod == self.pod_name), None)
+        if target is None or not target.exists:
+            await self._finish(access.CLOSE_GONE, f"pod {self.pod_name} not found (it may have been deleted)")
+            return
+        if target.phase != "Running":
+            await self._finish(access.CLOSE_GONE, f"pod {self.pod_name} is {target.phase}; cannot open a terminal")
+            return
+        self.target = target
+        self.runtime = runtime_for(target.cluster)
+        try:
+            self.stream = await asyncio.to_thread(self.runtime.exec, target.namespace, target.pod, None)
+        except PodNotFound as exc:
+            await self._finish(access.CLOSE_GONE, str(exc))
+            return
+        except RuntimeError_ as exc:
+            await self._finish(access.CLOSE_ERROR, str(exc))
+            return
+        client = self.scope.get("client") or ("", 0)
+        self.session = await database_sync_to_async(sessions.open_session)(
+            self.scope["user"], self.job_name, target.pod, target.namespace, str(client[0] or "")
+        )
+        self.loop = asyncio.get_running_loop()
+        self.out_q: asyncio.Queue = asyncio.Queue(maxsize=self.queue_size)
+        self.io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="term-io")
+        self.last_input = time.monotonic()
+        self.reader = threading.Thread(target=self._read_loop, name=f"term-read-{target.pod}", daemon=True)
+        self.reader.start()
+        self.tasks = [asyncio.create_task(self._pump()), asyncio.create_task(self._keepalive())]
+
+    # --- output -------------------------------------------------------------------------
+    def _read_loop(self) -> None:
+        """Reader thread: blocking reads, bounded hand-over to the event loop."""
+        stream = self.stream
+        while not self.stop.is_set():
+            try:
+                data = stream.read(self.read_timeout)
+            except Exception as exc:  # noqa: BLE001 - reported to the user as the close reason
+                item = ("error", str(exc) or exc.__class__.__name__)
+            else:
+                if data is None:
+                    continue
+                item = ("eof", None) if data == b"" else ("data", data)
+            fut = asyncio.run_coroutine_threadsafe(self.out_q.put(item), self.loop)
+            while True:
+                try:
+                    fut.result(timeout=0.5)
+                    break
+                except TimeoutError:
+                    if self.stop.is_set():
+                        fut.cancel()
+                        return
+                except Exception:  # noqa: BLE001 - loop closed
+                    return
+            if item[0] != "data":
+                return
+
+    async def _pump(self) -> None:
+        pending = None
+        last = 0.0
+        try:
+            while True:
+                item = pending or await self.out_q.get()
+                pending = None
+                kind, data = item
+                if kind == "data":
+                    buf = bytearray(data)
+                    while len(buf) < self.max_frame:
+                        try:
+                            nxt = self.out_q.get_nowait()
+                        except asyncio.QueueEmpty:
+                            break
+                        if nxt[0] != "data":
+                            pending = nxt
+                            break
+                        buf += nxt[1]
+                    await self._flow_wait()
+                    async with self.send_lock:
+                        await self.send(bytes_data=bytes(buf))
+                    self.sent_bytes += len(buf)
+                    wait = self.frame_interval - (time.monotonic() - last)
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    last = time.monotonic()
+                elif kind == "eof":
+                    code = await asyncio.to_thread(self._exit_code)
+                    reason = f"terminal exited with code {code}" if code is not None else "terminal session ended"
+                    await self._finish(1000, reason, code)
+                    return
+                else:
+                    await self._finish(access.CLOSE_ERROR, f"terminal connection lost: {data}")
+                    return
+        except asyncio.CancelledError:
+            pass
+
+    def _exit_code(self) -> int | None:
+        deadline = time.monotonic() + 2.0
+        while self.stream.exit_code is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.stream.exit_code
+
+    async def _flow_wait(self) -> None:
+        while self.window is not None and self.sent_bytes - self.acked > self.window and not self.finished:
+            self.ack_event.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.ack_event.wait(), 1.0)
+
+    async def _keepalive(self) -> None:
+        tick = max(0.05, min(self.ping_interval, self.recheck_interval, self.idle_timeout) / 2)
+        last_ping = last_check = time.monotonic()
+        try:
+            while not self.finished:
+                await asyncio.sleep(tick)
+                now = time.monotonic()
+                if now - last_ping >= self.ping_interval:
+                    last_ping = now
+                    await self.send_json({"type": "ping"})
+                if now - last_check >= self.recheck_interval:
+                    last_check = now
+                    denied = await self._recheck()
+                    if denied:
+                        await self._finish(denied.code, str(denied))
+                        return
+                if now - self.last_input >= self.idle_timeout:
+                    minutes = self.idle_timeout / 60
+                    shown = f"{minutes:g} minutes" if minutes >= 1 else f"{self.idle_timeout:g} seconds"
+                    await self._finish(access.CLOSE_IDLE, f"idle timeout: no input for {shown}")
+                    return
+        except asyncio.CancelledError:
+            pass
+
+    # --- input --------------------------------------------------------------------------
+    async def receive(self, text_data=None, bytes_data=None):
+        if self.finished or self.stream is None:
+            return
+        if bytes_data is not None:
+            if self.upload is not None:
+                await self._upload_chunk(bytes_data)
+                return
+            self.last_input = time.monotonic()
+            try:
+                await self.loop.run_in_executor(self.io, self.stream.write, bytes_data)
+            except RuntimeError_ as exc:
+                await self._finish(access.CLOSE_ERROR, str(exc))
+            return
+        if text_data is None or len(text_data) > MAX_TEXT_FRAME:
+            return
+        try:
+            msg = json.loads(text_data)
+        except ValueError:
+            return
+        if not isinstance(msg, dict):
+            return
+        kind = msg.get("type")
+        if kind == "resize":
+            rows, cols = msg.get("rows"), msg.get("cols")
+            if isinstance(rows, int) and isinstance(cols, int) and 0 < rows <= 1000 and 0 < cols <= 1000:
+                await self.loop.run_in_executor(self.io, self.stream.resize, rows, cols)
+        elif kind == "file-upload":
+            await self._upload_start(msg)
+        elif kind == "file-upload-end":
+            await self._upload_end()
+        elif kind == "file-download":
+            if self.download_task and not self.download_task.done() or self.upload is not None:
+                await self._transfer_done(False, "another file transfer is in progress")
+            else:
+                self.last_input = time.monotonic()
+                self.download_task = asyncio.create_task(self._download(msg.get("path")))
+        elif kind == "flow":
+            window = msg.get("window")
+            self.window = window if isinstance(window, int) and window >= 64 * 1024 else None
+        elif kind == "ack":
+            n = msg.get("bytes")
+            if isinstance(n, int) and n > 0:
+                self.acked += n
+                self.ack_event.set()
+        # anything else (including client "ping") is dropped, never typed into the shell
+
+    # --- file transfer ------------------------------------------------------------------
+    async def _transfer_done(self, success: bool, error: str | None = None) -> None:
+        await self.send_json({"type": "file-transfer-done", "success": success, "error": error})
+
+    async def _upload_start(self, msg: dict) -> None:
+        if self.upload is not None or (self.download_task and not self.download_task.done()):
+            self.upload = _Upload(0, error="another file transfer is in progress")
+            return
+        size = msg.get("size")
+        try:
+            path = transfer.upload_path(msg.get("path"))
+            mode = transfer.upload_mode(msg.get("mode"))
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                raise transfer.TransferError("upload size is missing")
+            if size > transfer.MAX_TRANSFER_BYTES:
+                raise transfer.TransferError(
+                    f"file is larger than the {transfer.MAX_TRANSFER_BYTES // (1024 * 1024)} MiB limit"
+                )
+        except transfer.TransferError as exc:
+            self.upload = _Upload(0, error=str(exc))
+            return
+        self.last_input = time.monotonic()
+        try:
+            stream = await asyncio.to_thread(
+                self.runtime.exec, self.target.namespace, self.target.pod, transfer.upload_command(path, size, mode)
+            )
+        except RuntimeError_ as exc:
+            self.upload = _Upload(0, error=str(exc))
+            return
+        up = _Upload(size, path, stream)
+
+        def drain() -> None:
+            while True:
+                data = stream.read(0.2)
+                if data is None:
+                    if up.stream is None:
+                        return
+                    continue
+                if not data:
+                    return
+                up.output += data
+                del up.output[:-65536]
+
+        up.reader = threading.Thread(target=drain, daemon=True, name="term-upload")
+        up.reader.start()
+        self.upload = up
+
+    async def _upload_chunk(self, data: bytes) -> None:
+        up = self.upload
+        if up.error:
+            return
+        up.received += len(data)
+        if up.received > up.expected:
+            up.error = "received more bytes than the announced size"
+            return
+        encoded = up.encoder.feed(data)
+        if encoded:
+            try:
+                await self.loop.run_in_executor(self.io, up.stream.write, encoded)
+            except RuntimeError_ as exc:
+                up.error = str(exc)
+
+    async def _upload_end(self) -> None:
+        up, self.upload = self.upload, None
+        if up is None:
+            return
+        self.last_input = time.monotonic()
+        if up.error is None and up.received != up.expected:
+            up.error = f"upload incomplete: received {up.received} of {up.expected} bytes"
+        if up.error is None:
+            try:
+                await self.loop.run_in_executor(self.io, up.stream.write, up.encoder.finish())
+            except RuntimeError_ as exc:
+                up.error = str(exc)
+        if up.stream is not None:
+            timeout = 30 + up.expected / (1024 * 1024)
+            if up.error is None:
+                await asyncio.to_thread(up.reader.join, timeout)
+            await asyncio.to_thread(up.stream.close)
+            stream, up.stream = up.stream, None
+            await asyncio.to_thread(up.reader.join, 2)
+            if up.error is None:
+                out = bytes(up.output)
+                if b"RLARK-OK" not in out:
+                    marker = out.rfind(b"RLARK-ERR")
+                    line = out[marker + 9 :].split(b"\n", 1)[0].strip() if marker >= 0 else b""
+                    up.error = line.decode("utf-8", "replace") or "the file could not be written"
+            del stream
+        await self._transfer_done(up.error is None, up.error)
+
+    async def _download(self, raw_path: object) -> None:
+        try:
+            path = transfer.download_path(raw_path)
+        except transfer.TransferError as exc:
+            await self._transfer_done(False, str(exc))
+            return
+        try:
+            stream = await asyncio.to_thread(
+                self.runtime.exec, self.target.namespace, self.target.pod, transfer.download_command(path)
+            )
+        except RuntimeError_ as exc:
+            await self._transfer_done(False, str(exc))
+            return
+        parser = transfer.DownloadParser()
+        started = False
+        error: str | None = None
+        try:
+            async with self.send_lock:  # no terminal bytes between file-download-start and -end
+                deadline = time.monotonic() + 15
+                while not parser.done:
+                    data = await asyncio.to_thread(stream.read, 0.5)
+                    if data is None:
+                        if not started and time.monotonic() > deadline:
+                            error = "the download did not start"
+                            break
+                        continue
+                    if not data:
+                        break
+                    parser.feed(data)
+                    if parser.size is not None and not started and not parser.error:
+                        started = True
+                        name = path.rsplit("/", 1)[-1]
+                        await self.send_json({"type": "file-download-start", "size": parser.size, "name": name})
+                    for chunk in parser.take(final=parser.done):
+                        await self._flow_wait()
+                        await self.send(bytes_data=chunk)
+                        self.sent_bytes += len(chunk)
+                error = error or parser.error or (None if parser.done else "the download was interrupted")
+                if started:
+                    await self.send_json({"type": "file-download-end"})
+        finally:
+            await asyncio.to_thread(stream.close)
+        await self._transfer_done(error is None, error)
+
+    # --- teardown -----------------------------------------------------------------------
+    async def _finish(self, code: int, reason: str, exit_code: int | None = None) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        with contextlib.suppress(Exception):
+            await self.close(code=code, reason=_reason(reason))
+        await self._cleanup(reason, exit_code)
+
+    async def disconnect(self, code):
+        if not getattr(self, "finished", True):
+            self.finished = True
+            await self._cleanup(f"browser closed the connection ({code})", None)
+
+    async def _cleanup(self, reason: str, exit_code: int | None) -> None:
+        self.stop.set()
+        current = asyncio.current_task()
+        for task in [*self.tasks, self.download_task]:
+            if task is not None and task is not current and not task.done():
+                task.cancel()
+        if self.upload is not None and self.upload.stream is not None:
+            await asyncio.to_thread(self.upload.stream.close)
+            self.upload = None
+        if self.stream is not None:
+            await asyncio.to_thread(self.stream.close)
+            if exit_code is None:
+                exit_code = self.stream.exit_code
+            reader = getattr(self, "reader", None)
+            if reader is not None:
+                await asyncio.to_thread(reader.join, 2)
+            self.io.shutdown(wait=False)
+        if self.session is not None:
+            await database_sync_to_async(sessions.close_session)(self.session, exit_code, reason)
