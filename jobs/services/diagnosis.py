@@ -681,6 +681,7 @@ class WorkerDiagnosis:
 
     def to_dict(self, lang: str = "zh-hans") -> dict[str, Any]:
         err = self.first_error
+        last = self.last_stage
         return {
             "pod": self.worker.pod,
             "role": self.worker.role,
@@ -696,6 +697,7 @@ class WorkerDiagnosis:
                     "line": m.text,
                     "kind": m.kind,
                     "failed": m.failed,
+                    "last": m is last,
                 }
                 for m in self.scan.markers
             ],

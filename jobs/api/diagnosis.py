@@ -1,0 +1,126 @@
+"""Diagnosis, run check and metrics of a Job over the REST API (issue 7). 404 for jobs the user may not see.
+
+- ``GET  /api/v1/jobs/{name}/diagnosis/``: ``{"multiHead", "findings": [...], "workers": [...], "pending":
+  {role: [{code, role, pod, resource, message}]}}`` (``jobs.services.diagnosis.JobDiagnosis.to_dict``);
+- ``GET  /api/v1/jobs/{name}/run-check/``: ``{"settings": {...}, "checks": [{number, title, status
+  (met|not_met|to_confirm), statusLabel, evidence, checkedAt}]}``;
+- ``PUT  /api/v1/jobs/{name}/run-check/`` ``{progress_pattern, app_patterns, output_path, max_wait_minutes}``: save
+  the settings (owner/admin); 400 ``{"code": "invalid", "field", "detail"}``;
+- ``GET  /api/v1/jobs/{name}/run-check/record/``: the Markdown run record (``text/markdown``);
+- ``GET  /api/v1/jobs/{name}/metrics/``: ``{"runtimeSeconds", "startTime", "endTime", "attempt", "restarts",
+  "metricsAvailable", "workers": [{pod, role, phase, node, restarts, ageSeconds, cpu, memory, sampledAt,
+  cpuSeries, memorySeries}], "tensorboard": {"dir", "readable", "reason", "scalars": {tag: [[step, value]]}}}``;
+  ``cpu``/``memory`` are null when the runtime does not report them (never a made-up number).
+
+Messages follow the request language (``Accept-Language`` / the language cookie).
+"""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.urls import path
+from django.utils import translation
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts import policy
+from jobs.services import diagnosis as diagnosis_service
+from jobs.services import metrics as metrics_service
+from jobs.services import pending as pending_service
+from jobs.services import runcheck as runcheck_service
+
+
+def _lang() -> str:
+    return translation.get_language() or "zh-hans"
+
+
+class JobDiagnosisView(APIView):
+    """Per-Worker timelines, classified findings and pending reasons."""
+
+    def get(self, request, name: str):
+        job = policy.get_job_for(request.user, name)
+        lang = _lang()
+        data = diagnosis_service.diagnose_job(job).to_dict(lang)
+        reasons = pending_service.job_pending_reasons(job)
+        data["pending"] = {role: [r.to_dict(lang) for r in items] for role, items in reasons.items()}
+        return Response(data)
+
+
+class JobRunCheckView(APIView):
+    """The five checks of seed 02 and the per-job settings."""
+
+    def get(self, request, name: str):
+        job = policy.get_job_for(request.user, name)
+        lang = _lang()
+        checks = runcheck_service.job_run_check(job, lang)
+        return Response(
+            {"settings": runcheck_service.settings_of(job.run_check), "checks": [c.to_dict(lang) for c in checks]}
+        )
+
+    def put(self, request, name: str):
+        job = policy.get_job_for(request.user, name)
+        if not policy.can_change_job(request.user, job):
+            return Response({"code": "forbidden", "detail": "not allowed"}, status=403)
+        try:
+            cleaned = runcheck_service.clean_settings(dict(request.data))
+        except runcheck_service.SettingsError as exc:
+            return Response({"code": "invalid", "field": exc.field, "detail": str(exc)}, status=400)
+        job.run_check = cleaned
+        job.save(update_fields=["run_check", "updated_at"])
+        from accounts.audit import record
+
+        record(request.user, "job.run_check_settings", "job", job.name, request=request, **cleaned)
+        return Response({"settings": cleaned})
+
+
+class JobRunCheckRecordView(APIView):
+    """The run record in seed 02's Markdown template."""
+
+    def get(self, request, name: str):
+        job = policy.get_job_for(request.user, name)
+        lang = _lang()
+        checks = runcheck_service.job_run_check(job, lang)
+        text = runcheck_service.markdown_record(job, checks, recorder=request.user.get_username(), lang=lang)
+        response = HttpResponse(text, content_type="text/markdown; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{job.name}-run-check.md"'
+        return response
+
+
+class JobMetricsView(APIView):
+    """Runtime, restarts, Pod age, CPU/memory per Worker and TensorBoard scalars."""
+
+    def get(self, request, name: str):
+        job = policy.get_job_for(request.user, name)
+        data = metrics_service.job_metrics(job)
+        source = metrics_service.tensorboard_source(job)
+        scalars = {}
+        if source.host_dir:
+            try:
+                scalars = metrics_service.read_scalars(source.host_dir)
+            except ImportError:
+                scalars = {}
+        return Response(
+            {
+                "runtimeSeconds": data["runtimeSeconds"],
+                "startTime": data["startTime"].isoformat() if data["startTime"] else None,
+                "endTime": data["endTime"].isoformat() if data["endTime"] else None,
+                "attempt": data["attempt"],
+                "restarts": data["restarts"],
+                "metricsAvailable": data["metricsAvailable"],
+                "workers": [w.to_dict() for w in data["workers"]],
+                "tensorboard": {
+                    "dir": data["tensorboard"]["dir"],
+                    "readable": data["tensorboard"]["readable"],
+                    "reason": data["tensorboard"]["reason"],
+                    "scalars": {tag: [[s, v] for s, v in pts] for tag, pts in scalars.items()},
+                },
+            }
+        )
+
+
+urlpatterns = [
+    path("jobs/<str:name>/diagnosis/", JobDiagnosisView.as_view(), name="api-job-diagnosis"),
+    path("jobs/<str:name>/run-check/", JobRunCheckView.as_view(), name="api-job-runcheck"),
+    path("jobs/<str:name>/run-check/record/", JobRunCheckRecordView.as_view(), name="api-job-runcheck-record"),
+    path("jobs/<str:name>/metrics/", JobMetricsView.as_view(), name="api-job-metrics"),
+]

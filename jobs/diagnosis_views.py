@@ -1,0 +1,166 @@
+"""Diagnosis, Run check and Metrics tabs of a Job (issue 7). Thin views over ``jobs.services``.
+
+URLs (registered in ``jobs.urls`` before ``<name>/<action>/``):
+
+- ``/jobs/<name>/diagnosis/``: per-Worker stage timeline, classified findings with seed 05 next steps, pending
+  reasons per role (``jobs.services.diagnosis``, ``jobs.services.pending``);
+- ``/jobs/<name>/run-check/``: the five checks of seed 02 with evidence; POST saves the per-job settings
+  (owner/admin only, audited); ``/jobs/<name>/run-check/record.md`` downloads the Markdown run record;
+- ``/jobs/<name>/metrics/``: runtime, restarts, Pod age, CPU/memory per Worker, TensorBoard scalars.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import path
+from django.utils import timezone, translation
+from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods
+
+from accounts import policy
+from jobs.services import diagnosis as diagnosis_service
+from jobs.services import metrics as metrics_service
+from jobs.services import pending as pending_service
+from jobs.services import runcheck as runcheck_service
+
+
+def _lang() -> str:
+    return translation.get_language() or "zh-hans"
+
+
+def _base(request: HttpRequest, job, tab: str) -> dict:
+    return {"job": job, "tab": tab, "can_change": policy.can_change_job(request.user, job)}
+
+
+@login_required
+@require_GET
+def diagnosis(request: HttpRequest, name: str) -> HttpResponse:
+    """Diagnosis tab."""
+    job = policy.get_job_for(request.user, name)
+    lang = _lang()
+    result = diagnosis_service.diagnose_job(job)
+    reasons = pending_service.job_pending_reasons(job)
+    context = _base(request, job, "diagnosis")
+    context.update(
+        {
+            "diag": result.to_dict(lang),
+            "pending": {role: [r.to_dict(lang) for r in items] for role, items in reasons.items() if items},
+            "show_pending": job.phase in ("Pending", "Running") and not job.stopped,
+        }
+    )
+    return render(request, "jobs/diagnosis.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_check(request: HttpRequest, name: str) -> HttpResponse:
+    """Run check tab; POST saves the settings form."""
+    job = policy.get_job_for(request.user, name)
+    errors: dict[str, str] = {}
+    form = runcheck_service.settings_of(job.run_check)
+    if request.method == "POST":
+        if not policy.can_change_job(request.user, job):
+            raise PermissionDenied
+        data = {
+            "progress_pattern": request.POST.get("progress_pattern", ""),
+            "app_patterns": request.POST.get("app_patterns", ""),
+            "output_path": request.POST.get("output_path", ""),
+            "max_wait_minutes": request.POST.get("max_wait_minutes", ""),
+        }
+        try:
+            cleaned = runcheck_service.clean_settings(data)
+        except runcheck_service.SettingsError as exc:
+            errors[exc.field] = str(exc)
+            form = {**form, **data, "app_patterns": str(data["app_patterns"]).splitlines()}
+        else:
+            job.run_check = cleaned
+            job.save(update_fields=["run_check", "updated_at"])
+            from accounts.audit import record
+
+            record(request.user, "job.run_check_settings", "job", job.name, request=request, **cleaned)
+            return redirect("jobs:runcheck", name=job.name)
+    lang = _lang()
+    results = runcheck_service.job_run_check(job, lang)
+    context = _base(request, job, "runcheck")
+    context.update(
+        {
+            "results": [r.to_dict(lang) for r in results],
+            "form": {**form, "app_patterns_text": "\n".join(form.get("app_patterns") or [])},
+            "errors": errors,
+        }
+    )
+    return render(request, "jobs/runcheck.html", context, status=400 if errors else 200)
+
+
+@login_required
+@require_GET
+def run_check_record(request: HttpRequest, name: str) -> HttpResponse:
+    """Download the run record (seed 02 Markdown template) as ``<job>-run-check-<UTC time>.md``."""
+    job = policy.get_job_for(request.user, name)
+    lang = _lang()
+    results = runcheck_service.job_run_check(job, lang)
+    text = runcheck_service.markdown_record(job, results, recorder=request.user.get_username(), lang=lang)
+    response = HttpResponse(text, content_type="text/markdown; charset=utf-8")
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+    response["Content-Disposition"] = f'attachment; filename="{job.name}-run-check-{stamp}.md"'
+    return response
+
+
+@login_required
+@require_GET
+def metrics(request: HttpRequest, name: str) -> HttpResponse:
+    """Metrics tab."""
+    job = policy.get_job_for(request.user, name)
+    data = metrics_service.job_metrics(job)
+    from jobs.services.status import format_duration
+
+    workers = []
+    for w in data["workers"]:
+        workers.append(
+            {
+                "w": w,
+                "age": format_duration(w.age_seconds),
+                "cpu": None if w.cpu is None else f"{w.cpu:.2f}",
+                "memory": metrics_service.format_bytes(w.memory),
+                "cpu_svg": mark_safe(  # noqa: S308 - numbers only, labels escaped in sparkline_svg
+                    metrics_service.sparkline_svg([v for _, v in w.cpu_series], 160, 36, f"{w.pod} CPU")
+                ),
+                "memory_svg": mark_safe(  # noqa: S308
+                    metrics_service.sparkline_svg([v for _, v in w.memory_series], 160, 36, f"{w.pod} memory")
+                ),
+            }
+        )
+    charts = [{"c": c, "svg": mark_safe(c.svg)} for c in data["tensorboard"]["charts"]]  # noqa: S308
+    reasons = {
+        "unset": _("No TensorBoard directory is set for this job."),
+        "not_local": _(
+            "The TensorBoard directory is on the cluster; the console can only read it on the local runtime."
+        ),
+        "no_mount": _("The TensorBoard directory is not under a host directory mount, so the console cannot read it."),
+        "missing": _("The TensorBoard directory does not exist yet."),
+        "empty": _("No scalars have been written yet."),
+        "no_reader": _("The TensorBoard event reader is not installed."),
+    }
+    context = _base(request, job, "metrics")
+    context.update(
+        {
+            "m": data,
+            "runtime": format_duration(data["runtimeSeconds"]),
+            "workers": workers,
+            "charts": charts,
+            "tb_reason": reasons.get(data["tensorboard"]["reason"], ""),
+        }
+    )
+    return render(request, "jobs/metrics.html", context)
+
+
+urlpatterns = [
+    path("<str:name>/diagnosis/", diagnosis, name="diagnosis"),
+    path("<str:name>/run-check/", run_check, name="runcheck"),
+    path("<str:name>/run-check/record.md", run_check_record, name="runcheck_record"),
+    path("<str:name>/metrics/", metrics, name="metrics"),
+]
