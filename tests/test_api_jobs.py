@@ -208,3 +208,11 @@ def test_openapi_schema_documents_job_endpoints(api):
     paths = r.json()["paths"]
     for p in ("/api/v1/jobs/", "/api/v1/jobs/validate/", "/api/v1/jobs/{name}/", "/api/v1/rlinf/plan/"):
         assert p in paths
+
+
+def test_yaml_page_gives_the_api_codes(api, client, alice):
+    client.force_login(alice)
+    text = yaml.safe_dump(invalid_doc(), allow_unicode=True)
+    page = client.post("/jobs/new/yaml/", {"text": text, "action": "validate"})
+    api_codes = codes(api.post("/api/v1/jobs/validate/", text, content_type="application/yaml").json())
+    assert {e["code"] for e in page.context["errors"]} == api_codes == INVALID_CODES
