@@ -285,3 +285,18 @@ def test_log_signals():
     assert s["lastStage"] == "Run script exited with code 0"
     s = log_signals("RLINF_NODE_RANK: 1\nError: Ray CLI is not found. Please ensure Ray is installed.\n")
     assert s["firstError"].startswith("Error: Ray CLI is not found") and not s["rayReady"]
+
+
+def test_idling_header_after_run_script_is_detected(runtimes, alice, tmp_var):
+    """The wrapper keeps the header alive after its run script; the marker alone ends the job."""
+    fake = runtimes["alpha"]
+    job = run_ready(fake, submit(alice))
+    fake.log("demo-header-0", *[f"Global Step: {i}/50" for i in range(50)])
+    assert resync(job).phase == Phase.RUNNING
+    fake.log(
+        "demo-header-0", "Traceback (most recent call last):", "RuntimeError: diverged", "Run script exited with code 4"
+    )
+    job = resync(job)
+    assert job.phase == Phase.FAILED
+    assert "code 4" in job.message and "RuntimeError: diverged" in job.message
+    assert fake.pods == {}

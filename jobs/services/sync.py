@@ -54,6 +54,7 @@ CRASHLOOP_LIMIT = int(getattr(settings, "RLARK_CRASHLOOP_LIMIT", 3))
 IMAGE_PULL_GRACE = float(getattr(settings, "RLARK_IMAGE_PULL_GRACE", 120))
 IMAGE_PULL_REASONS = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 SIGNAL_TAIL = 400
+PROBE_TAIL = 20
 
 RUN_EXIT = re.compile(r"Run script exited with code (-?\d+)")
 RAY_EXIT = re.compile(r"Ray worker process exited with code (-?\d+)")
@@ -73,6 +74,7 @@ STAGES = (
     ("Run script exited with code ", "run_exited"),
     ("Ray worker process exited with code ", "worker_exited"),
 )
+EXIT_STAGES = {"run_exited", "worker_exited"}
 ERROR_LINE = re.compile(
     r"(?i)(\berror\b|exception|traceback|\bfailed\b|fatal|no such file|not found|permission denied|killed)"
 )
@@ -104,15 +106,27 @@ def log_signals(text: str) -> dict[str, Any]:
             ready = True
         if CHECK_FAILED in stripped:
             check_failed = True
-        if any(stripped.startswith(marker) for marker, _ in STAGES):
-            last_stage, last_stage_index = stripped, index
+        stage = next((key for marker, key in STAGES if stripped.startswith(marker)), None)
+        if stage is not None:
+            last_stage = stripped
+            if stage not in EXIT_STAGES:
+                last_stage_index = index
     first_error = None
-    if last_stage is not None and last_stage.startswith("Error:"):
-        first_error = last_stage
+    since = lines[last_stage_index].strip() if last_stage_index >= 0 else ""
+    if since.startswith("Error:"):
+        first_error = since
     else:
-        for line in lines[last_stage_index + 1 :]:
+        tail = lines[last_stage_index + 1 :]
+        for pos, line in enumerate(tail):
             stripped = line.strip()
-            if stripped and ERROR_LINE.search(stripped) and not stripped.startswith(CHECK_FAILED):
+            if (
+                stripped
+                and ERROR_LINE.search(stripped)
+                and not stripped.startswith(CHECK_FAILED)
+                and not any(stripped.startswith(marker) for marker, _ in STAGES)
+            ):
+                if stripped.startswith("Traceback"):  # a Python traceback: name its exception line
+                    stripped = next((t.strip() for t in tail[pos + 1 :] if t.strip() and not t[:1].isspace()), stripped)
                 first_error = stripped[:500]
                 break
     return {
@@ -379,7 +393,9 @@ def _stale(job: Job, pod: Pod) -> bool:
 
 def _read_signals(job: Job, tasks: list[Task], rows, updates, creates) -> None:
     """Read log tails where a marker may have appeared: the header until the Ray cluster is
-    ready, and any Worker whose container exited or restarted (once per container instance)."""
+    ready and then a short tail each sync until ``Run script exited with code N`` (the header's
+    wrapper idles after its run script, so its container does not exit), and any Worker whose
+    container exited or restarted (once per container instance)."""
     created = {id(r) for r in creates}
     worker_exited = False
     head_row = None
@@ -390,18 +406,34 @@ def _read_signals(job: Job, tasks: list[Task], rows, updates, creates) -> None:
             key = f"{row.uid}:{row.restart_count}:{state.get('state')}"
             exited = state.get("state") == "terminated" or row.restart_count > 0 or row.phase in ("Succeeded", "Failed")
             need = exited and signals.get("key") != key
+            changed = False
             if task.head:
                 head_row = (task, row)
-                need = need or (row.phase == "Running" and not signals.get("rayReady"))
+                if not need and row.phase == "Running" and not _stale(job, row):
+                    if not signals.get("rayReady"):
+                        need = True
+                    elif signals.get("runExit") is None:
+                        changed = _probe_run_exit(task, row, key)
             elif exited and not _stale(job, row):
                 worker_exited = True
-            if need and _refresh_signals(task, row, key):
+            if (need and _refresh_signals(task, row, key)) or changed:
                 _touch(row, updates, created)
     if worker_exited and head_row is not None:
         task, row = head_row
         signals = (row.container_state or {}).get("signals") or {}
         if signals.get("runExit") is None and _refresh_signals(task, row, signals.get("key") or ""):
             _touch(row, updates, created)
+
+
+def _probe_run_exit(task: Task, row: Pod, key: str) -> bool:
+    """Cheap per-sync check of a running header: does the end of its log show the run script's exit?"""
+    try:
+        text = controller.runtime_for(task.cluster).read_log(task.namespace, row.name, tail_lines=PROBE_TAIL)
+    except Exception:  # noqa: BLE001
+        return False
+    if not RUN_EXIT.search(text):
+        return False
+    return _refresh_signals(task, row, key)
 
 
 def _touch(row: Pod, updates, created) -> None:
@@ -424,6 +456,10 @@ def _refresh_signals(task: Task, row: Pod, key: str) -> bool:
         return False
     signals = {**log_signals(text), "key": key}
     state = dict(row.container_state or {})
+    old = state.get("signals") or {}
+    if old.get("key") == key:  # same container instance: what an earlier, longer read saw still holds
+        signals["rayReady"] = signals["rayReady"] or bool(old.get("rayReady"))
+        signals["clusterCheckFailed"] = signals["clusterCheckFailed"] or bool(old.get("clusterCheckFailed"))
     if state.get("signals") == signals:
         return False
     state["signals"] = signals
