@@ -413,3 +413,12 @@ def test_pvc_options_checked_and_rwo_warning():
     new_claim = next(iter(n["spec"]["tasks"][1]["kubernetes"]["workload"]["pvcStorageMap"]))
     assert new_claim == "pvc-ppo-job-rollout-data"
     assert list(n["spec"]["tasks"][1]["kubernetes"]["workload"]["pvcOptions"]) == [new_claim]
+
+
+def test_offline_or_cordoned_nodes():
+    inv = inventory()
+    next(n for n in inv.nodes if n.name == "gpu-2").online = False
+    result = run(base_doc(), inv)
+    assert result.valid and {p.code for p in result.warnings} == {"node_unschedulable"}
+    next(n for n in inv.nodes if n.name == "gpu-0").unschedulable = True
+    assert "node_selector_no_match" in run(base_doc(), inv).codes()

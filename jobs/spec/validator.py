@@ -411,7 +411,10 @@ class _Validator:
                 count=len(matched),
             )
         down = [n.name for n in matched if not n.schedulable]
-        if down:
+        if down and len(down) == len(matched):
+            # Every matched node is offline or cordoned: no Worker can start (seed 05: "至少匹配一个可用节点").
+            self.add(spath, "node_selector_no_match", role=role)
+        elif down:
             self.add(spath, "node_unschedulable", WARNING, role=role, nodes=", ".join(down))
         return matched
 
