@@ -216,3 +216,18 @@ def test_yaml_page_gives_the_api_codes(api, client, alice):
     page = client.post("/jobs/new/yaml/", {"text": text, "action": "validate"})
     api_codes = codes(api.post("/api/v1/jobs/validate/", text, content_type="application/yaml").json())
     assert {e["code"] for e in page.context["errors"]} == api_codes == INVALID_CODES
+
+
+def test_delete_failure_is_reported_and_job_kept(api, monkeypatch):
+    from clusters.runtime.base import RuntimeError_
+    from jobs.services import controller
+
+    assert api.post("/api/v1/jobs/", base_doc(), format="json").status_code == 201
+
+    def fail(job, actor=None, request=None):
+        raise RuntimeError_("cluster local unreachable")
+
+    monkeypatch.setattr(controller, "delete", fail)
+    r = api.delete("/api/v1/jobs/ppo-job/")
+    assert r.status_code == 503 and r.json()["detail"] == "删除失败：cluster local unreachable"
+    assert Job.objects.filter(name="ppo-job").exists()
