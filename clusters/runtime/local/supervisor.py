@@ -782,6 +782,8 @@ class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
         sup: Supervisor = self.server.supervisor  # type: ignore[attr-defined]
         line = self.rfile.readline(16 * 2**20)
+        if not line.strip():  # a connect-only probe
+            return
         try:
             req = json.loads(line)
             method = getattr(sup, OPS[req["op"]])
