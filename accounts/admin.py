@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 from accounts.models import APIToken, AuditEvent
+
+# The admin index title set in rlark_console/urls.py; its translation lives in this app's catalog.
+BACK_OFFICE_TITLE = gettext_noop("Back office")
 
 
 @admin.register(AuditEvent)

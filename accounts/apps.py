@@ -1,9 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "accounts"
+    verbose_name = _("Accounts and audit")
 
     def ready(self):
         """Every back-office change lands in the audit log (issue 8): Django admin writes its history through

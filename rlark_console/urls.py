@@ -5,13 +5,14 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.utils.translation import gettext_lazy
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts import views as account_views
 
 admin.site.site_header = "RLark Console"
 admin.site.site_title = "RLark Console"
-admin.site.index_title = "Back office"
+admin.site.index_title = gettext_lazy("Back office")  # translated in accounts/locale
 
 api_v1 = [
     path("", include("jobs.api_urls")),

@@ -5,9 +5,21 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 from storage import services
 from storage.models import StorageClass
+
+# Fallback zh translations for the ImageRegistry model (clusters app) whose API and services live in this app;
+# the clusters catalog, listed earlier in INSTALLED_APPS, wins when it has its own.
+REGISTRY_STRINGS = (
+    gettext_noop("image registry"),
+    gettext_noop("image registries"),
+    gettext_noop("registry host"),
+    gettext_noop("username"),
+    gettext_noop("password"),
+    gettext_noop("public (no credentials needed)"),
+)
 
 
 class StorageClassForm(forms.ModelForm):

@@ -5,6 +5,8 @@ automatically."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 
 import pytest
@@ -146,6 +148,7 @@ def test_user_b_sees_user_a_job_nowhere(client, bob, alice_job):
 def test_owner_and_admin_are_not_refused(client, alice, admin_user, alice_job):
     """Sanity check that the refusals above come from the policy: A and admins can open the job's pages."""
     readable = [r for r, _n in _routes() if _is_job_route(r) and "action" not in _params(r)]
+    client.raise_request_exception = False  # runtime errors of a page are not this test's subject
     for user in (alice, admin_user):
         client.force_login(user)
         ok = 0
@@ -184,7 +187,7 @@ def _ws_routes():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_websockets_refuse_other_users_and_anonymous(client, bob, alice_job):
+def test_websockets_refuse_other_users_and_anonymous(client, alice, bob, alice_job):
     routes = [(r, p) for r, p in _ws_routes() if _is_job_route(r) or set(_params(r)) & {"name", "pod", "task"}]
     if not routes:
         pytest.skip("no job websocket routes yet")
@@ -211,13 +214,24 @@ def test_websockets_refuse_other_users_and_anonymous(client, bob, alice_job):
                 messages.append(msg)
                 if msg.get("type") == "websocket.close":
                     break
-            await comm.disconnect()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await comm.disconnect()
         return connected, messages
 
+    client.force_login(alice)
+    owner_session = client.cookies["sessionid"].value
     for route, _p in routes:
         path = _fill(route, JOB)
+        refusal_codes = set()
         for cookie in (session, None):
             connected, messages = async_to_sync(attempt)(path, cookie)
-            closed = any(m.get("type") == "websocket.close" for m in messages)
-            assert not connected or closed, (path, "user B" if cookie else "anonymous", messages[:2])
+            closes = [m for m in messages if m.get("type") == "websocket.close"]
+            assert not connected or closes, (path, "user B" if cookie else "anonymous", messages[:2])
+            assert not [m for m in messages if m.get("type") == "websocket.send"], (path, messages[:2])
             assert MARKER_SCRIPT not in str(messages)
+            refusal_codes |= {m.get("code") for m in closes}
+        # control: the owner passes the same handshake (so the refusals above are the policy, not the harness)
+        connected, messages = async_to_sync(attempt)(path, owner_session)
+        first = messages[0] if messages else {}
+        assert connected, path
+        assert not (first.get("type") == "websocket.close" and first.get("code") in refusal_codes), (path, first)
