@@ -97,3 +97,34 @@ def test_render_is_fast():
     for _ in range(50):
         render_yaml(doc)
     assert (time.perf_counter() - start) / 50 < 0.02
+
+
+TRICKY = [
+    *"yes no on off Y n ~ null Null 1 1.5 0x1F 1e3 1_000 - = << ... --- 12:30 0o17 +1 -1 .5 a:b a: 500m 64Gi".split(),
+    *["- x", "a: b", "a #b", "#x", "@x", "`x", "*x", "&x", "!x", "%x", "|x", ">x", "'x", '"x', "{x", "[x", ", x"],
+    *["", " lead", "trail ", "PPO 训练", "emoji 😀", "2001-01-01", "2001-01-01T10:00:00Z", "a\\b", "x" * 300],
+    *["multi\nline", "multi\nline\n", "\nlead newline", "  indented\nx", "x\n\n", "\n", "tab\tx", "a\tb\nc"],
+    *["\x07bell", "\u2028", "a\u2029b\nc", "\x85", "x\x85y", "a\r\nb", "line \nx", "\ufffe", "- a\n- b", "k: v\nk2: v"],
+]
+
+
+def test_render_round_trips_tricky_scalars():
+    doc = {
+        "apiVersion": "rlinf.io/v1alpha1",
+        "spec": {
+            "tasks": [
+                {
+                    "name": t,
+                    "nodeSelector": {t or "k": t or "v"},
+                    "env": [{"name": "X", "value": t}, t],
+                    "n": [1, 1.5, 1e-05, float("inf"), True, None, [1, [2, t]], {}],
+                }
+                for t in TRICKY
+            ]
+        },
+    }
+    text = render_yaml(doc)
+    from jobs.spec.document import clean
+
+    assert yaml.safe_load(text) == clean(doc)
+    assert render_yaml(doc) == text

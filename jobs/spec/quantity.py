@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 _QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
@@ -29,9 +30,14 @@ def parse_quantity(value) -> float:
         raise ValueError(f"invalid quantity {value!r}")
     if isinstance(value, int | float):
         return float(value)
-    m = _QUANTITY.match(str(value).strip())
+    return _parse_text(str(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(text: str) -> float:
+    m = _QUANTITY.match(text.strip())
     if not m:
-        raise ValueError(f"invalid quantity {value!r}")
+        raise ValueError(f"invalid quantity {text!r}")
     number, suffix = float(m.group(1)), m.group(2) or ""
     if suffix[:1] in ("e", "E"):
         return number * 10 ** int(suffix[1:])

@@ -83,6 +83,21 @@ def matches(selector: Mapping[str, str] | None, labels: Mapping[str, str] | None
     return True
 
 
+def matcher(selector: Mapping[str, str] | None):
+    """A fast ``labels -> bool`` with the semantics of ``matches`` (alternatives parsed once)."""
+    wanted = [(key, frozenset(values_of(value))) for key, value in (selector or {}).items()]
+
+    def match(labels: Mapping[str, str] | None) -> bool:
+        labels = labels or {}
+        for key, alternatives in wanted:
+            value = labels.get(key)
+            if value is None or str(value).strip() not in alternatives:
+                return False
+        return True
+
+    return match
+
+
 def format_selector(selector: Mapping[str, str] | None) -> str:
     """``{"a": "1", "b": "x,y"}`` -> ``"a=1,b=x,y"`` (insertion order)."""
     return ",".join(f"{k}={v}" for k, v in (selector or {}).items())

@@ -22,7 +22,7 @@ from jobs.spec.layout import ROLE_ENV, display_role_of, main_container
 from jobs.spec.messages import ERROR, WARNING, Problem
 from jobs.spec.naming import head_service_name, task_name
 from jobs.spec.quantity import format_number, parse_quantity
-from jobs.spec.selectors import SelectorError, matches, parse_selector
+from jobs.spec.selectors import SelectorError, matcher, parse_selector
 
 JOB_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 TEMPLATE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -390,7 +390,8 @@ class _Validator:
                 self.add(f"{spath}.{key}", "node_selector_multivalue", role=role, label=key, value=value)
             if not value:
                 self.add(f"{spath}.{key}", "node_selector_invalid", role=role, detail=f"empty value for {key}")
-        matched = [n for n in self.inv.nodes if matches(sel, n.labels)]
+        match = matcher(sel)
+        matched = [n for n in self.inv.nodes if match(n.labels)]
         if not matched:
             self.add(spath, "node_selector_no_match", role=role)
             return []
