@@ -1,0 +1,214 @@
+"""Browser: the four-step job wizard in the running console (demo local cluster from seed_demo).
+
+One test per step walks a 3-role RL job (Actor header on local-gpu-0, Rollout on local-gpu-1, Environment on the
+robot node) up to that step and checks what the user sees there; the last one submits and compares the stored
+YAML with the preview. Screenshots of every step in zh and en go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.conftest import ARTIFACTS, E2E_ADMIN_PASSWORD
+
+pytestmark = [pytest.mark.browser, pytest.mark.e2e]
+
+IMAGE = "registry.example.com/rlinf:v0.3.0-cuda12.4"
+CHARGER = "/work/shared/rlinf-configs/emb_realworld_charger_sac_cnn_async.yaml"
+
+
+def login(page: Page, server, lang: str = "en") -> None:
+    page.context.add_cookies([{"name": "django_language", "value": lang, "url": server.url}])
+    page.goto(server.url + "/login/")
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password]", E2E_ADMIN_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r".*/$"))
+
+
+def at_step(page: Page, n: int) -> None:
+    expect(page.locator("[data-testid=wizard]")).to_have_attribute("data-step", str(n))
+
+
+def shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def step1(page: Page, server, name: str) -> None:
+    page.goto(server.url + "/jobs/new/")
+    at_step(page, 1)
+    page.fill("[data-testid=job-name]", name)
+    page.fill("[data-testid=display-name]", "PPO 训练 demo")
+    expect(page.locator("[data-testid^=role-row-]")).to_have_count(3)
+
+
+def step2(page: Page) -> None:
+    # Actor (header): pick the label chip; the live count is global.
+    page.locator("[data-testid=chips-0] button", has_text="pool=head").click()
+    expect(page.locator("[data-testid=selector-0]")).to_have_value("pool=head")
+    expect(page.locator("[data-testid=match-0]")).to_contain_text("local/local-gpu-0")
+    page.fill("[data-testid=image-0]", IMAGE)
+    page.fill("[data-testid=cpu-0]", "4")
+    page.fill("[data-testid=memory-0]", "8Gi")
+    page.fill("[data-testid=shm-0]", "2Gi")
+    # Rollout: type a selector, watch the live count, take the match count as replicas.
+    page.click("[data-testid=role-tab-1]")
+    expect(page.locator("[data-testid=role-panel-1]")).to_be_visible()
+    page.locator("[data-testid=selector-1]").press_sequentially("kubernetes.io/hostname=local-gpu-1")
+    expect(page.locator("[data-testid=match-1]")).to_contain_text("local: 1")
+    page.fill("[data-testid=gpu-1]", "2")
+    page.fill("[data-testid=image-1]", IMAGE)
+    page.click("[data-testid=use-matches-1]")
+    expect(page.locator("[data-testid=replicas-1]")).to_have_value("1")
+    # Environment: the robot node group, one Franka device.
+    page.click("[data-testid=role-tab-2]")
+    page.locator("[data-testid=chips-2] button", has_text="rlinf.io/node-group=franka").click()
+    expect(page.locator("[data-testid=replicas-2]")).to_have_value("1")
+    page.click("[data-testid=add-dev-2]")
+    expect(page.locator("[data-testid=dev-key-2-0]")).to_have_value("rlinf.io/device-franka")
+    page.fill("[data-testid=image-2]", IMAGE)
+    page.click("[data-testid=next]")
+    at_step(page, 3)
+
+
+def step3(page: Page) -> None:
+    page.fill("[data-testid=run-script]", "python -m rlinf.run --config /mnt/config/train.yaml")
+    page.fill("[data-testid=tensorboard-dir]", "/data/tensorboard/train")
+    page.click("[data-testid=next]")
+    at_step(page, 4)
+
+
+def stored_yaml(server, name: str) -> str:
+    code = (
+        "from jobs.models import Job; from jobs.spec.document import render_yaml; "
+        f"print(render_yaml(Job.objects.get(name='{name}').spec), end='')"
+    )
+    return server.manage("shell", "--no-imports", "-c", code).stdout
+
+
+def release(page: Page, server, name: str) -> None:
+    """Delete the submitted job through the API and wait until the robot node's device is free again."""
+    csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    response = page.request.delete(
+        f"{server.url}/api/v1/jobs/{name}/", headers={"X-CSRFToken": csrf, "Referer": server.url + "/"}
+    )
+    assert response.status in (200, 202, 204), response.text()
+    code = (
+        "import time\nfrom clusters.models import Node\n"
+        "for _ in range(60):\n"
+        "    used = Node.objects.get(name='local-robot-0').used or {}\n"
+        "    if not float(used.get('rlinf.io/device-franka') or 0): break\n"
+        "    time.sleep(0.5)\n"
+        "print(Node.objects.get(name='local-robot-0').used)"
+    )
+    server.manage("shell", "--no-imports", "-c", code)
+
+
+def test_step1_roles_and_resources(console_server, page):
+    login(page, console_server)
+    page.goto(console_server.url + "/jobs/new/")
+    expect(page.get_by_text("Roles & Resources")).to_be_visible()
+    expect(page.locator("[data-testid=job-name]")).to_have_value("robot-policy-training")
+    page.fill("[data-testid=job-name]", "My-Job")
+    page.click("[data-testid=next]")
+    at_step(page, 1)
+    expect(page.locator("[data-testid=wizard-errors]")).to_contain_text(
+        "Use 1-63 lowercase letters, numbers, or hyphens; do not start or end with a hyphen."
+    )
+    page.fill("[data-testid=job-name]", "ok-name")
+    page.select_option("[data-testid=job-type]", "Evaluation")
+    expect(page.locator("[data-testid^=role-row-]")).to_have_count(2)
+    page.click("[data-testid=add-role]")
+    expect(page.locator("[data-testid=role-name-2]")).to_have_value("New Role")
+    page.fill("[data-testid=role-name-2]", "Rollout")
+    page.click("[data-testid=next]")
+    at_step(page, 1)
+    expect(page.locator("[data-testid=wizard-errors]")).to_contain_text("Role names must be unique.")
+    page.click("[data-testid=remove-role-2]")
+    expect(page.locator("[data-testid^=role-row-]")).to_have_count(2)
+    page.click("[data-testid=make-header-1]")
+    expect(page.locator("[data-testid=role-row-1]")).to_have_class(re.compile("is-head"))
+    page.click("[data-testid=next]")
+    at_step(page, 2)
+    expect(page.locator("[data-testid=role-tab-1]")).to_contain_text("Header")
+
+
+def test_step2_worker_config(console_server, page):
+    login(page, console_server)
+    step1(page, console_server, f"wz2-{uuid.uuid4().hex[:6]}")
+    page.click("[data-testid=next]")
+    at_step(page, 2)
+    page.click("[data-testid=next]")  # nothing filled: the server keeps us on step 2
+    at_step(page, 2)
+    errors = page.locator("[data-testid=wizard-errors]")
+    expect(errors.locator("[data-code=image_missing]").first).to_be_visible()
+    expect(errors.locator("[data-code=node_selector_empty]").first).to_be_visible()
+    # a selector matching two nodes on the header is flagged live and by the validator
+    page.locator("[data-testid=selector-0]").press_sequentially("pool=rollout")
+    expect(page.locator("[data-testid=match-0]")).to_contain_text("must match exactly 1 node")
+    page.click("[data-testid=next]")
+    expect(errors.locator("[data-code=header_match_not_one]").first).to_be_visible()
+    page.click("[data-testid=chips-0] >> text=Clear")
+    expect(page.locator("[data-testid=selector-0]")).to_have_value("")
+    step2(page)
+
+
+def test_step3_common_config(console_server, page):
+    login(page, console_server)
+    step1(page, console_server, f"wz3-{uuid.uuid4().hex[:6]}")
+    page.click("[data-testid=next]")
+    step2(page)
+    expect(page.get_by_text("Run Script (after Ray cluster ready, head only)")).to_be_visible()
+    expect(page.locator("[data-testid=head-chip-0]")).to_have_class(re.compile("active"))
+    page.fill("[data-testid=run-script]", "")
+    page.click("[data-testid=next]")
+    at_step(page, 3)
+    expect(page.locator("[data-testid=wizard-errors]")).to_contain_text("Enter a run command.")
+    step3(page)
+
+
+@pytest.mark.parametrize("lang", ["zh-hans", "en"])
+def test_step4_preview_submit_equals_stored_yaml(console_server, page, lang):
+    short = "zh" if lang == "zh-hans" else "en"
+    name = f"wz4-{short}-{uuid.uuid4().hex[:6]}"
+    login(page, console_server, lang)
+    step1(page, console_server, name)
+    shot(page, f"wizard-step1-{short}.png")
+    page.click("[data-testid=next]")
+    at_step(page, 2)
+    step2_start = page.locator("[data-testid=role-panel-0]")
+    expect(step2_start).to_be_visible()
+    step2_done = step2  # fill every role, then look at the first role's tab
+    step2_done(page)
+    page.click("[data-testid=step-2]")
+    at_step(page, 2)
+    shot(page, f"wizard-step2-{short}.png")
+    page.click("[data-testid=step-3]")
+    at_step(page, 3)
+    shot(page, f"wizard-step3-{short}.png")
+    step3(page)
+    preview = page.locator("[data-testid=yaml-preview]").text_content()
+    assert f"name: {name}" in preview and "rlinf.io/device-franka: 1" in preview
+    assert "sizeLimit: 2Gi" in preview and "cpu: 4" in preview
+    shot(page, f"wizard-step4-{short}.png")
+    page.click("[data-testid=submit]")
+    page.wait_for_url(re.compile(rf".*/jobs/{name}/$"))
+    assert stored_yaml(console_server, name) == preview
+    release(page, console_server, name)
+
+
+def test_rlinf_import_in_the_browser(console_server, page):
+    login(page, console_server)
+    page.goto(console_server.url + "/jobs/new/")
+    page.set_input_files("[data-testid=rlinf-file]", CHARGER)
+    page.click("[data-testid=rlinf-import]")
+    expect(page.locator("[data-testid=wizard-notice]")).to_contain_text("cluster.num_nodes 2")
+    expect(page.locator("[data-testid=role-name-0]")).to_have_value("4090")
+    expect(page.locator("[data-testid=role-name-1]")).to_have_value("franka")
+    expect(page.locator("[data-testid=role-row-0]")).to_have_class(re.compile("is-head"))
+    shot(page, "wizard-rlinf-import-en.png")
