@@ -24,7 +24,8 @@ Source: upstream-rlark 4.1-4.7 **without its flaws** (issue 5):
   size and access mode (``kubernetes.workload.pvcOptions[claim]`` ``{size, accessMode, reclaimPolicy}``, default
   ``10Gi``/``ReadWriteOnce``/the ``pvc_policy`` argument) and the explicit policy annotation
   ``rlark.io/pvc-reclaim: Retain|Delete`` that ``delete_task`` honours.
-- ``imagePullSecrets`` from the image registries whose host prefixes the image (``<registry>/...``); the
+- ``imagePullSecrets`` from the image registry that is the longest path-boundary prefix of the image (normalised
+  as ``storage.services`` does: ``ubuntu`` is ``docker.io/library/ubuntu``) and has credentials; the
   Secret objects (with the decrypted password) are returned **only** in ``extra_objects``.
 - Non-privileged ``securityContext`` on every container (upstream: privileged everywhere).
 - ``nodeSelector`` becomes one NodeSelectorTerm whose expressions are ANDed across keys (``In`` with the comma
@@ -125,21 +126,36 @@ def node_affinity(selector: Mapping[str, str]) -> dict[str, Any] | None:
     }
 
 
+def _normalizers():
+    """``storage.services`` normalisation (the image-registry owner's rules), so the wizard's warning, the API and
+    the runtime agree on which registry an image belongs to."""
+    from storage.services import StorageError, normalize_image, normalize_registry
+
+    return normalize_image, normalize_registry, StorageError
+
+
 def registry_for_image(image: str, registries: Iterable[Any]) -> Any | None:
-    """The registry whose host is the image's prefix (``<registry>/...``), longest match first; None if none."""
-    best = None
+    """The registry whose (normalised) ``registry`` is the longest path-boundary prefix of the (normalised)
+    image: ``ubuntu:22.04`` is ``docker.io/library/ubuntu:22.04``; None if no registry matches."""
+    if not str(image or "").strip():
+        return None
+    normalize_image, normalize_registry, error = _normalizers()
+    full = normalize_image(image)
+    best, best_len = None, -1
     for reg in registries:
-        host = str(getattr(reg, "registry", "") or "").rstrip("/")
-        for scheme in ("https://", "http://"):
-            host = host.removeprefix(scheme)
-        if host and image.startswith(host + "/") and (best is None or len(host) > len(best[0])):
-            best = (host, reg)
-    return best[1] if best else None
+        try:
+            prefix = normalize_registry(str(getattr(reg, "registry", "") or ""))
+        except error:
+            continue
+        if (full == prefix or full.startswith(prefix + "/")) and len(prefix) > best_len:
+            best, best_len = reg, len(prefix)
+    return best
 
 
 def registry_secret(reg: Any, namespace: str) -> dict[str, Any]:
     """A ``kubernetes.io/dockerconfigjson`` Secret for ``reg`` (holds the decrypted password)."""
-    host = str(reg.registry).rstrip("/").removeprefix("https://").removeprefix("http://")
+    _, normalize_registry, _ = _normalizers()
+    host = normalize_registry(reg.registry).split("/", 1)[0]
     auth = base64.b64encode(f"{reg.username}:{reg.password}".encode()).decode()
     config = {"auths": {host: {"username": reg.username, "password": reg.password, "auth": auth}}}
     return {
@@ -152,7 +168,7 @@ def registry_secret(reg: Any, namespace: str) -> dict[str, Any]:
             "labels": {LABEL_MANAGED: FIELD_MANAGER, "rlark.io/image-registry": "true"},
             "annotations": {ANN_REGISTRY: host},
         },
-        "data": {".dockerconfigjson": base64.b64encode(json.dumps(config).encode()).decode()},
+        "data": {".dockerconfigjson": base64.b64encode(json.dumps(config, sort_keys=True).encode()).decode()},
     }
 
 
@@ -279,8 +295,8 @@ def build_task_manifests(
         pull_secrets = [dict(s) for s in pod_spec.get("imagePullSecrets") or []]
         for c in [*pod_spec.get("initContainers", []), *containers]:
             reg = registry_for_image(str(c.get("image") or ""), registries)
-            if reg is None or getattr(reg, "public", False) or not getattr(reg, "password", ""):
-                continue
+            if reg is None or not getattr(reg, "username", "") or not getattr(reg, "password", ""):
+                continue  # public or credential-less registry: nothing to pull with
             name = registry_secret_name(reg)
             if {"name": name} not in pull_secrets:
                 pull_secrets.append({"name": name})
