@@ -316,7 +316,10 @@ class TerminalConsumer(_JobSocket):
                 if data is None:
                     continue
                 item = ("eof", None) if data == b"" else ("data", data)
-            fut = asyncio.run_coroutine_threadsafe(self.out_q.put(item), self.loop)
+            try:
+                fut = asyncio.run_coroutine_threadsafe(self.out_q.put(item), self.loop)
+            except RuntimeError:  # event loop closed: the consumer is gone
+                return
             while True:
                 try:
                     fut.result(timeout=0.5)

@@ -10,6 +10,7 @@ directory with the Pod's environment (``RLINF_NODE_RANK`` ...). Scheduling metho
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import fcntl
@@ -82,7 +83,8 @@ class PtyExec:
             return b""
         if not ready:
             self._poll()
-            return None
+            # the shell exited (a background child may still hold the PTY open): end of session
+            return b"" if self.exit_code is not None else None
         try:
             data = os.read(self.fd, 65536)
         except OSError as exc:
@@ -110,11 +112,30 @@ class PtyExec:
         if not self._closed:
             fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
+    def session_pids(self) -> list[int]:
+        """Every process still in the shell's session (the shell and whatever it started)."""
+        pids = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == self.proc.pid and fields[0] != b"Z":  # fields[3] = session id
+                pids.append(int(entry))
+        return pids
+
     def close(self) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+        for pid in self.session_pids():
+            if pid != self.proc.pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         if self.proc.poll() is None:
             for sig, wait in ((signal.SIGHUP, 1.0), (signal.SIGKILL, 5.0)):
                 try:
@@ -300,8 +321,8 @@ class DirRuntime(Runtime):
         return stream
 
     def live_processes(self) -> list[int]:
-        """PIDs of exec'd processes still running (leak checks)."""
-        return [s.pid for s in self.execs if s.proc.poll() is None]
+        """PIDs of exec'd processes (and their session members) still running (leak checks)."""
+        return [pid for s in self.execs for pid in s.session_pids()]
 
 
 def wait_for(predicate, timeout: float = 5.0, interval: float = 0.02) -> bool:

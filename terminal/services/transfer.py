@@ -49,6 +49,8 @@ def upload_path(path: object) -> str:
         raise TransferError("upload path is missing")
     if "\x00" in path:
         raise TransferError("upload path is not allowed")
+    if ".." in path.split("/"):
+        raise TransferError("'..' is not allowed in transfer paths")
     if path.startswith("/tmp/"):
         name, prefix = path[5:], "/tmp/"
     elif path.startswith("./"):
