@@ -270,8 +270,8 @@ def test_stop_start_restart_delete_nothing_left(runtime, fake_k8s, manifests):  
         runtime.delete_task(NS, m.task)
     assert owned(fake_k8s, "statefulsets") == owned(fake_k8s, "pods") == owned(fake_k8s, "services") == []
     assert owned(fake_k8s, "configmaps") == [] and owned(fake_k8s, "secrets") == []
-    # PVCs follow their policy (Retain by default) unless storage deletion is asked for
-    assert len(owned(fake_k8s, "persistentvolumeclaims")) == 2
+    # PVCs follow their explicit policy: the checkpoint claim says Retain, the data claim goes with its Task
+    assert owned(fake_k8s, "persistentvolumeclaims") == ["pvc-robot-policy-training-actor-mnt-checkpoints"]
     for m in manifests:
         runtime.delete_task(NS, m.task, delete_storage=True)  # idempotent: already gone is fine
     assert owned(fake_k8s, "persistentvolumeclaims") == []
@@ -280,13 +280,13 @@ def test_stop_start_restart_delete_nothing_left(runtime, fake_k8s, manifests):  
 
 def test_delete_policy_annotation(runtime, fake_k8s):  # noqa: F811
     ms = build_task_manifests(
-        "j", JOB, clusters={"gpu-a": runtime.cluster}, registries=[], ssh_keys=[], pvc_policy="Delete"
+        "j", JOB, clusters={"gpu-a": runtime.cluster}, registries=[], ssh_keys=[], pvc_policy="Retain"
     )
     for m in ms:
         runtime.apply_task(m)
     for m in ms:
         runtime.delete_task(NS, m.task)
-    assert owned(fake_k8s, "persistentvolumeclaims") == []
+    assert len(owned(fake_k8s, "persistentvolumeclaims")) == 2
 
 
 def test_watch_relists_on_410(runtime, fake_k8s, manifests):  # noqa: F811

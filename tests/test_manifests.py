@@ -211,17 +211,18 @@ def test_shm_hostpath_and_pvcs():
         "resources": {"requests": {"storage": "50Gi"}},
         "storageClassName": "oss-ckpt",
     }
-    assert pvc["metadata"]["annotations"]["rlark.io/pvc-reclaim"] == "Retain"
+    assert pvc["metadata"]["annotations"]["rlark.io/pvc-reclaim"] == "Retain"  # explicit pvcOptions reclaimPolicy
     (pvc2,) = by_kind(env, "PersistentVolumeClaim")
+    assert pvc2["metadata"]["annotations"]["rlark.io/pvc-reclaim"] == "Delete"  # default: goes with its Task (4.9)
     assert pvc2["spec"]["accessModes"] == ["ReadWriteOnce"] and pvc2["spec"]["resources"]["requests"] == {
         "storage": "10Gi"
     }
     evols = {v["name"]: v for v in env.workload["spec"]["template"]["spec"]["volumes"]}
     assert evols["datasets"]["hostPath"] == {"path": "/data/datasets"}
     # explicit policy + mapping of a console storage class to a Kubernetes StorageClass
-    (_, _, env2) = build(pvc_policy="Delete", storage_classes={"oss-data": "rclone-oss-data"})
+    (_, _, env2) = build(pvc_policy="Retain", storage_classes={"oss-data": "rclone-oss-data"})
     (pvc3,) = by_kind(env2, "PersistentVolumeClaim")
-    assert pvc3["metadata"]["annotations"]["rlark.io/pvc-reclaim"] == "Delete"
+    assert pvc3["metadata"]["annotations"]["rlark.io/pvc-reclaim"] == "Retain"
     assert pvc3["spec"]["storageClassName"] == "rclone-oss-data"
 
 

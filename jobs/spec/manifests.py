@@ -23,7 +23,9 @@ Source: upstream-rlark 4.1-4.7 **without its flaws** (issue 5):
 - hostPath volumes as written; PVC volumes get a PVC object (``pvcStorageMap`` claim -> StorageClass) with a
   size and access mode (``kubernetes.workload.pvcOptions[claim]`` ``{size, accessMode, reclaimPolicy}``, default
   ``10Gi``/``ReadWriteOnce``/the ``pvc_policy`` argument) and the explicit policy annotation
-  ``rlark.io/pvc-reclaim: Retain|Delete`` that ``delete_task`` honours.
+  ``rlark.io/pvc-reclaim: Retain|Delete`` that ``delete_task`` honours. The default ``Delete`` removes the claim
+  with its Task as upstream 4.9 does (kept on Stop); the data itself follows the StorageClass's reclaim policy
+  (``Retain`` for the console's object-storage classes, upstream 13). ``reclaimPolicy: Retain`` keeps the claim.
 - ``imagePullSecrets`` from the image registry that is the longest path-boundary prefix of the image (normalised
   as ``storage.services`` does: ``ubuntu`` is ``docker.io/library/ubuntu``) and has credentials; the
   Secret objects (with the decrypted password) are returned **only** in ``extra_objects``.
@@ -231,7 +233,7 @@ def build_task_manifests(
     registries: Iterable[Any] | None = None,
     ssh_keys: list[str] | None = None,
     storage_classes: Mapping[str, str] | None = None,
-    pvc_policy: str = "Retain",
+    pvc_policy: str = "Delete",
 ) -> list[TaskManifest]:
     """One TaskManifest per ``spec.tasks[]`` template, in order.
 
@@ -241,7 +243,7 @@ def build_task_manifests(
       ``.public``); ``None`` loads every ``clusters.models.ImageRegistry``.
     - ``ssh_keys``: the public key lines to inject (already resolved from ``spec.sshPublicKeys``).
     - ``storage_classes``: console storage-class name -> Kubernetes ``storageClassName`` (identity if absent).
-    - ``pvc_policy``: ``Retain`` (default; kept when the Task is deleted) or ``Delete``.
+    - ``pvc_policy``: ``Delete`` (default: the claim goes with its Task) or ``Retain`` (kept after deletion).
 
     Raises ManifestError for an unknown cluster or a template without containers.
     """
@@ -357,7 +359,7 @@ def build_task_manifests(
             }
             if console_class:
                 pvc_spec["storageClassName"] = storage_classes.get(console_class, console_class)
-            pvc_annotations = {ANN_PVC_RECLAIM: "Delete" if policy == "Delete" else "Retain"}
+            pvc_annotations = {ANN_PVC_RECLAIM: "Retain" if policy == "Retain" else "Delete"}
             if console_class:
                 pvc_annotations[ANN_STORAGE_CLASS] = console_class
             extra.append(
