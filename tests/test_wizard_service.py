@@ -216,3 +216,17 @@ def test_problems_map_to_steps(path, code, step):
     p = P()
     p.path, p.code = path, code
     assert wz.step_of(p) == step
+
+
+def test_demo_job_round_trips_through_the_wizard_unchanged():
+    from pathlib import Path
+
+    from jobs.spec.document import normalize, parse_text, render_yaml
+
+    text = (Path(__file__).resolve().parent.parent / "examples" / "demo" / "job.yaml").read_text()
+    document, problems = parse_text(text, "application/yaml")
+    assert not problems
+    state = wz.from_document(document)
+    assert [r.name for r in state.roles] == ["header", "rollout"] and state.header == 0
+    assert state.roles[0].mounts[0].host_type == "DirectoryOrCreate"
+    assert render_yaml(normalize(wz.to_document(state))) == render_yaml(normalize(document))

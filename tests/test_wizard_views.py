@@ -278,3 +278,54 @@ def test_yaml_page_validates_and_opens_in_the_wizard(client, admin_user, demo):
     upload = SimpleUploadedFile("job.yaml", text.encode())
     assert client.post("/jobs/new/yaml/", {"file": upload, "action": "submit"}).status_code == 302
     assert Job.objects.filter(name="ppo-demo").exists()
+
+
+def _ed25519_line() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    key = ed25519.Ed25519PrivateKey.generate().public_key()
+    return key.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+
+
+@pytest.mark.django_db
+def test_common_config_domain_preselected_and_several_ssh_keys(client, alice, demo):
+    from domains.services import create_domain
+    from sshkeys.services import add_key
+
+    create_domain("net-a", "10.100.0.0/16")
+    k1 = add_key(alice, "laptop", _ed25519_line())
+    k2 = add_key(alice, "desktop", _ed25519_line())
+    client.force_login(alice)
+    client.cookies["django_language"] = "en"
+    html = client.get("/jobs/new/").content.decode()
+    assert '<option value="net-a" selected>' in html
+    assert 'data-testid="domain-preselected"' in html and "only network domain" in html
+    state = rl_state()
+    state.domain = "net-a"
+    state.ssh_keys = [k1.key, k2.key]
+    state.step = 4
+    assert post(client, state, "submit").status_code == 204
+    spec = Job.objects.get(name="ppo-demo").spec["spec"]
+    assert spec["domain"] == "net-a" and spec["sshPublicKeys"] == [k1.key, k2.key]
+    create_domain("net-b", "10.101.0.0/16")
+    html = client.get("/jobs/new/").content.decode()
+    assert 'data-testid="domain-preselected"' not in html  # two domains: none preselected
+
+
+@pytest.mark.django_db
+def test_preview_shows_warnings_and_demo_template_loads(client, admin_user, demo):
+    client.force_login(admin_user)
+    client.cookies["django_language"] = "en"
+    state = rl_state()
+    state.roles[1].image = "ubuntu"  # no tag: a warning, not an error
+    state.step = 3
+    html = post(client, state, "next").content.decode()
+    assert current_step(html) == 4
+    assert re.search(r'data-testid="wizard-warnings".*data-code="image_mutable_tag"', html, re.S)
+    html = client.get("/jobs/new/?type=Demo").content.decode()
+    assert 'name="name" value="cartpole-demo"' in html and 'name="r1-selector" value="pool=rollout"' in html
+    state = wz.initial_state(["local"])
+    state.job_type = "Demo"
+    html = post(client, state, "template").content.decode()
+    assert 'name="r0-name" value="header"' in html and 'name="r1-replicas" value="2"' in html

@@ -108,6 +108,8 @@ class Mount:
     path: str = ""  # mount path in the worker
     host_path: str = ""  # host directory (kind == host)
     storage_class: str = ""  # StorageClass name of the role's cluster (kind == storage)
+    read_only: bool = False  # volumeMounts[].readOnly
+    host_type: str = ""  # hostPath.type kept from a loaded document (e.g. DirectoryOrCreate)
 
 
 @dataclass
@@ -264,13 +266,19 @@ def role_template(state: WizardState, index: int) -> dict[str, Any]:
     job_name = state.name.strip()
     for m in role.mounts:
         vol = volume_name(m.path.strip())
-        mounts.append({"name": vol, "mountPath": m.path.strip()})
+        mount: dict[str, Any] = {"name": vol, "mountPath": m.path.strip()}
+        if m.read_only:
+            mount["readOnly"] = True
+        mounts.append(mount)
         if m.kind == "storage":
             claim = pvc_name(job_name, template_name, vol)
             volumes.append({"name": vol, "persistentVolumeClaim": {"claimName": claim}})
             pvc_map[claim] = m.storage_class.strip()
         else:
-            volumes.append({"name": vol, "hostPath": {"path": m.host_path.strip()}})
+            host: dict[str, Any] = {"path": m.host_path.strip()}
+            if m.host_type:
+                host["type"] = m.host_type
+            volumes.append({"name": vol, "hostPath": host})
     if role.shm.strip():
         mounts.append({"name": SHM_VOLUME, "mountPath": SHM_PATH})
         volumes.append({"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": role.shm.strip()}})
@@ -383,11 +391,13 @@ def role_from_template(template: Mapping, pvc_maps: Mapping | None = None) -> Ro
         if path == SHM_PATH and "emptyDir" in vol:
             shm = _str((vol.get("emptyDir") or {}).get("sizeLimit"))
             continue
+        read_only = vm.get("readOnly") is True
         if "persistentVolumeClaim" in vol:
             claim = _str((vol.get("persistentVolumeClaim") or {}).get("claimName"))
-            mounts.append(Mount("storage", path, "", _str(pvc_map.get(claim))))
+            mounts.append(Mount("storage", path, "", _str(pvc_map.get(claim)), read_only))
         else:
-            mounts.append(Mount("host", path, _str((vol.get("hostPath") or {}).get("path")), ""))
+            host = vol.get("hostPath") or {}
+            mounts.append(Mount("host", path, _str(host.get("path")), "", read_only, _str(host.get("type"))))
     selector = template.get("nodeSelector")
     try:
         selector_text = format_selector(parse_selector(selector)) if selector else ""
@@ -515,6 +525,8 @@ def from_post(data) -> WizardState:
                     _get(data, f"{p}mnt{j}-path"),
                     _get(data, f"{p}mnt{j}-host"),
                     _get(data, f"{p}mnt{j}-class"),
+                    _get(data, f"{p}mnt{j}-ro") == "1",
+                    _get(data, f"{p}mnt{j}-htype"),
                 )
             )
         state.roles.append(role)
