@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.permissions import IsAdminUser
@@ -21,6 +22,9 @@ class TokenSerializer(serializers.ModelSerializer):
 class TokenListView(APIView):
     """GET: the caller's tokens (prefix only). POST ``{name}`` -> 201 with ``key`` (shown this once)."""
 
+    serializer_class = TokenSerializer
+
+    @extend_schema(responses=TokenSerializer(many=True), operation_id="tokens_list")
     def get(self, request):
         return Response(TokenSerializer(services.tokens_for(request.user), many=True).data)
 
@@ -34,6 +38,8 @@ class TokenListView(APIView):
 
 class TokenDetailView(APIView):
     """DELETE: revoke (204); 404 for other users' tokens."""
+
+    serializer_class = TokenSerializer
 
     def delete(self, request, pk: int):
         try:
@@ -56,6 +62,7 @@ class AuditListView(APIView):
     ``object_type``, ``object_id``."""
 
     permission_classes = [IsAdminUser]
+    serializer_class = AuditSerializer
 
     def get(self, request):
         qs = AuditEvent.objects.all()

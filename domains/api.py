@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
@@ -20,6 +21,17 @@ class AllocationSerializer(serializers.ModelSerializer):
     class Meta:
         model = IPAllocation
         fields = ["ip", "job", "task", "pod", "created_at"]
+
+
+class DomainSerializer(serializers.Serializer):
+    """Shape of a domain in responses (POST accepts ``name`` and ``cidr``)."""
+
+    name = serializers.CharField()
+    cidr = serializers.CharField()
+    allocated = serializers.IntegerField(read_only=True)
+    capacity = serializers.IntegerField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+    allocations = AllocationSerializer(many=True, read_only=True)
 
 
 def domain_data(domain: Domain, with_allocations: bool = False) -> dict:
@@ -51,7 +63,9 @@ class DomainListView(APIView):
     ``{"code": "cidr_invalid|cidr_not_private|cidr_prefix|cidr_overlap|invalid", "detail"}``."""
 
     permission_classes = [AdminWrites]
+    serializer_class = DomainSerializer
 
+    @extend_schema(responses=DomainSerializer(many=True), operation_id="domains_list")
     def get(self, request):
         domains = Domain.objects.annotate(n_alloc=Count("allocations"))
         return Response([domain_data(d) for d in domains])
@@ -77,6 +91,7 @@ class DomainDetailView(APIView):
     204, or 409 ``{"code": "domain_in_use", "jobs": [...]}`` while an active job uses it."""
 
     permission_classes = [IsAdminUser]
+    serializer_class = DomainSerializer
 
     def get(self, request, name: str):
         return Response(domain_data(get_object_or_404(Domain, name=name), with_allocations=True))

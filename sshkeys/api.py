@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -35,6 +36,9 @@ def error_response(exc: services.SSHKeyError) -> Response:
 class SSHKeyListView(APIView):
     """GET: the caller's keys (staff: all; ``?user=<name>`` filters). POST ``{name, key}`` -> 201."""
 
+    serializer_class = SSHKeySerializer
+
+    @extend_schema(responses=SSHKeySerializer(many=True), operation_id="ssh_keys_list")
     def get(self, request):
         qs = services.visible_keys(request.user)
         if request.query_params.get("user"):
@@ -54,6 +58,8 @@ class SSHKeyListView(APIView):
 
 class SSHKeyDetailView(APIView):
     """GET one key; DELETE it (404 for keys of other users)."""
+
+    serializer_class = SSHKeySerializer
 
     def _get(self, request, pk):
         try:

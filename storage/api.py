@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
@@ -21,6 +22,46 @@ class AdminWrites(IsAuthenticated):
         if request.method in ("GET", "HEAD", "OPTIONS"):
             return super().has_permission(request, view)
         return IsAdminUser().has_permission(request, view)
+
+
+class StorageClassSerializer(serializers.Serializer):
+    """Request/response shape; ``secret`` is write-only, responses carry ``has_secret``."""
+
+    id = serializers.IntegerField(read_only=True)
+    cluster = serializers.CharField()
+    name = serializers.CharField()
+    provider = serializers.ChoiceField(choices=StorageClass.Provider.choices)
+    description = serializers.CharField(required=False)
+    parameters = serializers.JSONField(read_only=True)
+    endpoint = serializers.CharField(write_only=True, required=False)
+    bucket = serializers.CharField(write_only=True, required=False)
+    region = serializers.CharField(write_only=True, required=False)
+    access_key_id = serializers.CharField(write_only=True, required=False)
+    secret = serializers.CharField(write_only=True, required=False)
+    path_style = serializers.BooleanField(write_only=True, required=False)
+    storage_class_name = serializers.CharField(write_only=True, required=False)
+    has_secret = serializers.BooleanField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+
+
+class RegistrySerializer(serializers.Serializer):
+    """Request/response shape; ``password`` is write-only, responses carry ``has_password``."""
+
+    name = serializers.CharField()
+    registry = serializers.CharField()
+    username = serializers.CharField(required=False)
+    password = serializers.CharField(write_only=True, required=False)
+    public = serializers.BooleanField(required=False)
+    has_password = serializers.BooleanField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+
+
+class RegistryCheckSerializer(serializers.Serializer):
+    image = serializers.CharField()
+    registry = serializers.CharField(allow_null=True)
+    public = serializers.BooleanField()
+    has_credentials = serializers.BooleanField()
+    warning = serializers.CharField(allow_null=True)
 
 
 def storage_class_data(sc: StorageClass) -> dict:
@@ -54,7 +95,9 @@ class StorageClassListView(APIView):
     region, access_key_id, secret, path_style}`` or ``{..., provider: "kubernetes", storage_class_name}`` -> 201."""
 
     permission_classes = [AdminWrites]
+    serializer_class = StorageClassSerializer
 
+    @extend_schema(responses=StorageClassSerializer(many=True), operation_id="storage_classes_list")
     def get(self, request):
         cluster = request.query_params.get("cluster")
         qs = services.classes_for_cluster(cluster) if cluster else StorageClass.objects.select_related("cluster")
@@ -72,6 +115,7 @@ class StorageClassDetailView(APIView):
     """GET one; PUT/PATCH (admin; empty ``secret`` keeps the stored one; name immutable); DELETE (admin)."""
 
     permission_classes = [AdminWrites]
+    serializer_class = StorageClassSerializer
 
     def get(self, request, pk: int):
         return Response(storage_class_data(get_object_or_404(StorageClass.objects.select_related("cluster"), pk=pk)))
@@ -107,7 +151,9 @@ class RegistryListView(APIView):
     """GET (admin): list. POST (admin) ``{name, registry, username, password, public}`` -> 201."""
 
     permission_classes = [IsAdminUser]
+    serializer_class = RegistrySerializer
 
+    @extend_schema(responses=RegistrySerializer(many=True), operation_id="image_registries_list")
     def get(self, request):
         return Response([registry_data(r) for r in ImageRegistry.objects.all()])
 
@@ -123,6 +169,7 @@ class RegistryDetailView(APIView):
     """GET/PUT/PATCH/DELETE one registry record by name (admin). PUT without ``password`` keeps it."""
 
     permission_classes = [IsAdminUser]
+    serializer_class = RegistrySerializer
 
     def get(self, request, name: str):
         return Response(registry_data(get_object_or_404(ImageRegistry, name=name)))
@@ -145,6 +192,8 @@ class RegistryDetailView(APIView):
 class RegistryCheckView(APIView):
     """GET ``?image=<ref>`` (any user): ``{"image", "registry": <name>|null, "public", "has_credentials",
     "warning": <text>|null}`` for the wizard's image field."""
+
+    serializer_class = RegistryCheckSerializer
 
     def get(self, request):
         image = request.query_params.get("image", "")
