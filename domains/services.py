@@ -258,6 +258,23 @@ def release_missing(domain: Domain, live_pod_keys: Iterable[str]) -> list[str]:
     return keys
 
 
+def sync_domain(domain: Domain, live_pods: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """One reconcile pass for the sync (upstream 12.2, "RLark Console goes further": deterministic across
+    clusters). ``live_pods`` maps every existing Pod key (``<cluster>/<namespace>/<pod>``) that uses the domain
+    to ``(job, task)``. Addresses of Pods no longer listed are released, then Pods are allocated in sorted key
+    order (cluster, namespace, pod), each keeping its address. Returns ``{pod_key: ip}``; a Pod that cannot get
+    an address (domain full) is left out."""
+    release_missing(domain, live_pods.keys())
+    out: dict[str, str] = {}
+    for key in sorted(live_pods):
+        job, task = live_pods[key]
+        try:
+            out[key] = allocate(domain, key, job, task)
+        except DomainExhausted:
+            continue
+    return out
+
+
 def release_job(job_name: str) -> int:
     """Free every address held by Workers of job ``job_name`` in any domain (job deleted). Returns the count."""
     deleted, _n = IPAllocation.objects.filter(job=job_name).delete()

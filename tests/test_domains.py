@@ -270,3 +270,34 @@ def test_admin_form_validates_cidr(client, admin_user):
     inline = {"allocations-TOTAL_FORMS": "0", "allocations-INITIAL_FORMS": "0"}
     resp = client.post("/admin/domains/domain/add/", {"name": "adm", "cidr": "10.33.0.0/16", **inline})
     assert resp.status_code == 302 and Domain.objects.filter(name="adm").exists()
+
+
+def test_sync_domain_is_deterministic_and_keeps_addresses():
+    d = _domain("sync", "10.80.0.0/24")
+    live = {
+        "shanghai/ns/j-env-0": ("j", "j-env"),
+        "beijing/ns/j-actor-1": ("j", "j-actor"),
+        "beijing/ns/j-actor-0": ("j", "j-actor"),
+    }
+    first = services.sync_domain(d, live)
+    assert first == {
+        "beijing/ns/j-actor-0": "10.80.0.1",
+        "beijing/ns/j-actor-1": "10.80.0.2",
+        "shanghai/ns/j-env-0": "10.80.0.3",
+    }
+    del live["beijing/ns/j-actor-0"]
+    live["beijing/ns/j-rollout-0"] = ("j", "j-rollout")
+    second = services.sync_domain(d, live)
+    assert second["beijing/ns/j-actor-1"] == "10.80.0.2" and second["shanghai/ns/j-env-0"] == "10.80.0.3"
+    assert second["beijing/ns/j-rollout-0"] == "10.80.0.1"  # the released lowest address is reused
+
+
+def test_admin_delete_refused_while_in_use(client, admin_user, alice):
+    from jobs.models import Job
+
+    d = _domain("adm-busy", "10.62.0.0/16")
+    Job.objects.create(name="j-adm", owner=alice, spec={"domain": "adm-busy"}, phase="Running")
+    client.force_login(admin_user)
+    resp = client.post(f"/admin/domains/domain/{d.pk}/delete/", {"post": "yes"}, follow=True)
+    assert Domain.objects.filter(pk=d.pk).exists()
+    assert "j-adm" in resp.content.decode()
