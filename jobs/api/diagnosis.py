@@ -20,6 +20,8 @@ from __future__ import annotations
 from django.http import HttpResponse
 from django.urls import path
 from django.utils import translation
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -37,6 +39,7 @@ def _lang() -> str:
 class JobDiagnosisView(APIView):
     """Per-Worker timelines, classified findings and pending reasons."""
 
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Diagnosis of a job")
     def get(self, request, name: str):
         job = policy.get_job_for(request.user, name)
         lang = _lang()
@@ -49,6 +52,7 @@ class JobDiagnosisView(APIView):
 class JobRunCheckView(APIView):
     """The five checks of seed 02 and the per-job settings."""
 
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Run check (five checks with evidence)")
     def get(self, request, name: str):
         job = policy.get_job_for(request.user, name)
         lang = _lang()
@@ -57,6 +61,11 @@ class JobRunCheckView(APIView):
             {"settings": runcheck_service.settings_of(job.run_check), "checks": [c.to_dict(lang) for c in checks]}
         )
 
+    @extend_schema(
+        request=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+        summary="Save run check settings",
+    )
     def put(self, request, name: str):
         job = policy.get_job_for(request.user, name)
         if not policy.can_change_job(request.user, job):
@@ -76,6 +85,7 @@ class JobRunCheckView(APIView):
 class JobRunCheckRecordView(APIView):
     """The run record in seed 02's Markdown template."""
 
+    @extend_schema(responses={(200, "text/markdown"): OpenApiTypes.STR}, summary="Run record (Markdown)")
     def get(self, request, name: str):
         job = policy.get_job_for(request.user, name)
         lang = _lang()
@@ -89,6 +99,7 @@ class JobRunCheckRecordView(APIView):
 class JobMetricsView(APIView):
     """Runtime, restarts, Pod age, CPU/memory per Worker and TensorBoard scalars."""
 
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Metrics of a job")
     def get(self, request, name: str):
         job = policy.get_job_for(request.user, name)
         data = metrics_service.job_metrics(job)

@@ -536,7 +536,7 @@ def check_ray(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) -> tupl
                         "Worker {pod} ({role}) has not connected to the Ray head; last stage: {stage}.",
                         pod=name,
                         role=task.role,
-                        stage=last.text if last else "-",
+                        stage=f"{last.label(lang)} ({last.text})" if last else "-",
                     )
                 )
     head_pod = next((p for t in data.tasks if t.head for p in data.pods if p.task == t.name), None)
