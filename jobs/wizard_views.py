@@ -11,6 +11,7 @@ URLs (registered in ``jobs/urls.py`` before the job detail routes):
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -185,6 +186,7 @@ def _page_context(request, state, *, mode, job=None, errors=None, warnings=None,
                 "device_keys": inv.device_keys(role.cluster),
                 "storage_classes": _storage_classes(role.cluster) if role.cluster else [],
                 "errors": [e for e in (errors or []) if wz.task_index(e["path"]) == i],
+                "base_json": json.dumps(role.base, ensure_ascii=False) if role.base else "",
             }
         )
     clusters = [

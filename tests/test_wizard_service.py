@@ -230,3 +230,68 @@ def test_demo_job_round_trips_through_the_wizard_unchanged():
     assert [r.name for r in state.roles] == ["header", "rollout"] and state.header == 0
     assert state.roles[0].mounts[0].host_type == "DirectoryOrCreate"
     assert render_yaml(normalize(wz.to_document(state))) == render_yaml(normalize(document))
+
+
+RICH = """
+apiVersion: rlinf.io/v1alpha1
+kind: Job
+metadata: {name: rich, labels: {team: a}}
+spec:
+  tasks:
+  - name: head
+    head: true
+    role: Actor
+    cluster: local
+    nodeSelector: {pool: head}
+    runScript: python run.py
+    kubernetes:
+      workload:
+        kind: StatefulSet
+        replicas: 1
+        pvcOptions:
+          pvc-rich-head-data: {size: 20Gi, accessMode: ReadWriteOnce}
+        pvcStorageMap: {pvc-rich-head-data: oss}
+        template:
+          metadata: {labels: {app: x}}
+          spec:
+            hostNetwork: true
+            containers:
+            - name: main
+              image: reg/x:1
+              command: [bash]
+              ports: [{containerPort: 6006}]
+              env:
+              - {name: A, value: "1"}
+              - name: TOKEN_REF
+                valueFrom: {secretKeyRef: {name: s, key: k}}
+              - {name: RLARK_TASK_ROLE, value: head}
+              resources:
+                requests: {cpu: 4, memory: 8Gi, ephemeral-storage: 10Gi, nvidia.com/gpu: 1}
+                limits: {cpu: 8, memory: 8Gi, nvidia.com/gpu: 1}
+              volumeMounts:
+              - {name: data, mountPath: /data}
+              - {name: scratch, mountPath: /scratch}
+            - name: sidecar
+              image: busybox:1.36
+              volumeMounts: [{name: cfg, mountPath: /cfg}]
+            volumes:
+            - {name: data, persistentVolumeClaim: {claimName: pvc-rich-head-data}}
+            - {name: scratch, emptyDir: {}}
+            - {name: cfg, configMap: {name: c}}
+"""
+
+
+def test_fields_the_wizard_does_not_show_survive_an_edit():
+    from jobs.spec.document import normalize, parse_text, render_yaml
+
+    document, _problems = parse_text(RICH, "application/yaml")
+    state = wz.from_document(document)
+    role = state.roles[0]
+    assert [m.path for m in role.mounts] == ["/data"] and [e.name for e in role.env] == ["A"]
+    assert render_yaml(normalize(wz.to_document(state))) == render_yaml(normalize(document))
+    role.cpu = "6"  # a changed request replaces the kept limit
+    role.env.append(wz.EnvVar("B", "2"))
+    main = wz.to_document(state)["spec"]["tasks"][0]["kubernetes"]["workload"]["template"]["spec"]["containers"][0]
+    assert main["resources"]["limits"]["cpu"] == 6 and main["resources"]["requests"]["ephemeral-storage"] == "10Gi"
+    assert [e["name"] for e in main["env"]] == ["A", "B", "TOKEN_REF", "RLARK_TASK_ROLE"]
+    assert main["command"] == ["bash"]

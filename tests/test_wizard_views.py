@@ -329,3 +329,70 @@ def test_preview_shows_warnings_and_demo_template_loads(client, admin_user, demo
     state.job_type = "Demo"
     html = post(client, state, "template").content.decode()
     assert 'name="r0-name" value="header"' in html and 'name="r1-replicas" value="2"' in html
+
+
+def form_fields(html: str) -> list[tuple[str, str]]:
+    """The fields a browser would submit from the wizard form (inputs, checked boxes, textareas, selects)."""
+    from html.parser import HTMLParser
+
+    class Parser(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.fields: list[tuple[str, str]] = []
+            self.textarea: list | None = None
+            self.select: str | None = None
+            self.option: list | None = None
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "input" and a.get("name") and a.get("type") not in ("file", "submit"):
+                if a.get("type") != "checkbox" or "checked" in a:
+                    self.fields.append((a["name"], a.get("value") or ""))
+            elif tag == "textarea" and a.get("name"):
+                self.textarea = [a["name"], ""]
+            elif tag == "select":
+                self.select = a.get("name")
+            elif tag == "option" and self.select and "selected" in a:
+                self.fields.append((self.select, a.get("value") or ""))
+
+        def handle_data(self, data):
+            if self.textarea is not None:
+                self.textarea[1] += data
+
+        def handle_endtag(self, tag):
+            if tag == "textarea" and self.textarea is not None:
+                value = self.textarea[1][1:] if self.textarea[1].startswith("\n") else self.textarea[1]
+                self.fields.append((self.textarea[0], value))
+                self.textarea = None
+            elif tag == "select":
+                self.select = None
+
+    parser = Parser()
+    parser.feed(html)
+    return [(k, v) for k, v in parser.fields if k != "csrfmiddlewaretoken"]
+
+
+@pytest.mark.django_db
+def test_unchanged_edit_through_the_form_keeps_the_stored_document(client, admin_user, demo):
+    from django.http import QueryDict
+
+    document = normalize(wz.to_document(rl_state()))
+    main = document["spec"]["tasks"][1]["kubernetes"]["workload"]["template"]["spec"]
+    main["containers"][0]["env"].insert(0, {"name": "REF", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    main["containers"][0]["volumeMounts"] = [{"name": "scratch", "mountPath": "/scratch"}]
+    main["containers"].append({"name": "sidecar", "image": "busybox:1.36", "command": ["sleep", "inf"]})
+    main["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    document["spec"]["tasks"][0]["prepareScript"] = 'echo "a <b> & c"\nexport X=1'
+    job = submission.create_job(admin_user, document)
+    before = render_yaml(job.spec)
+    client.force_login(admin_user)
+    html = client.get("/jobs/ppo-demo/edit/").content.decode()
+    data = QueryDict(mutable=True)
+    for key, value in form_fields(html):
+        data.appendlist(key, value)
+    data["step"] = "4"
+    data["action"] = "submit"
+    response = client.post("/jobs/ppo-demo/edit/", data, **HX)
+    assert response.status_code == 204, banner_codes(response.content.decode())
+    job.refresh_from_db()
+    assert render_yaml(job.spec) == before

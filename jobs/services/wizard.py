@@ -16,6 +16,7 @@ Shapes
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -128,6 +129,9 @@ class RoleState:
     env: list[EnvVar] = field(default_factory=list)
     devices: list[Device] = field(default_factory=list)
     mounts: list[Mount] = field(default_factory=list)
+    # The template this role was loaded from (edit, clone, pasted YAML): fields the wizard does not show
+    # (other containers, valueFrom env, other volume kinds, pvcOptions, limits above requests, ...) are kept.
+    base: dict = field(default_factory=dict)
 
     @property
     def effective_kind(self) -> str:
@@ -153,6 +157,7 @@ class WizardState:
     step: int = 1
     active_role: int = 0
     annotations: dict[str, str] = field(default_factory=dict)  # extra annotations kept on edit
+    labels: dict[str, str] = field(default_factory=dict)  # metadata.labels kept on edit
     stopped: bool = False  # kept on edit: editing a stopped job does not start it
 
     @property
@@ -238,6 +243,110 @@ def _nonzero(value: str) -> bool:
     return bool(text) and text not in {"0", "0.0"}
 
 
+_MANAGED_TASK_KEYS = (
+    "name",
+    "head",
+    "agentType",
+    "role",
+    "cluster",
+    "nodeSelector",
+    "prepareScript",
+    "runScript",
+    "tensorBoardDir",
+)
+_MANAGED_CONTAINER_KEYS = ("name", "image", "env", "resources", "volumeMounts")
+
+
+def _wizard_volume(volume: Mapping, mount_path: str) -> bool:
+    """Volumes the wizard edits: hostPath, PVC, and the ``/dev/shm`` emptyDir."""
+    return (
+        "hostPath" in volume
+        or "persistentVolumeClaim" in volume
+        or ("emptyDir" in volume and mount_path == SHM_PATH)
+        or not volume
+    )
+
+
+def _managed_resource(key: str) -> bool:
+    return key in (GPU_KEY, "cpu", "memory") or key.startswith(DEVICE_PREFIX)
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _merge_base(base: Mapping, task: dict) -> dict:
+    """Overlay the wizard's ``task`` on the template it was loaded from, keeping what the wizard does not edit."""
+    base = copy.deepcopy(dict(base))
+    out = {k: v for k, v in task.items() if k != "kubernetes"}
+    out.update({k: v for k, v in base.items() if k not in _MANAGED_TASK_KEYS and k not in out and k != "kubernetes"})
+    b_k8s = _dict(base.get("kubernetes"))
+    b_wl = _dict(b_k8s.get("workload"))
+    n_wl = task["kubernetes"]["workload"]
+    wl = {k: n_wl[k] for k in ("kind", "replicas", "pvcStorageMap") if k in n_wl}
+    wl.update({k: v for k, v in b_wl.items() if k not in ("kind", "replicas", "pvcStorageMap", "template")})
+    b_tpl = _dict(b_wl.get("template"))
+    b_spec = _dict(b_tpl.get("spec"))
+    n_spec = n_wl["template"]["spec"]
+    n_main = n_spec["containers"][0]
+    containers = [c for c in b_spec.get("containers") or [] if isinstance(c, dict)]
+    main_at = next((i for i, c in enumerate(containers) if c.get("name") == "main"), 0 if containers else None)
+    b_main = containers[main_at] if main_at is not None else {}
+    b_vols = {v.get("name"): v for v in b_spec.get("volumes") or [] if isinstance(v, dict)}
+    main = dict(n_main)
+    # env: keep valueFrom entries (secret references the wizard cannot show) before RLARK_TASK_ROLE
+    kept_env = [e for e in b_main.get("env") or [] if isinstance(e, dict) and "valueFrom" in e]
+    if kept_env:
+        main["env"] = [*n_main["env"][:-1], *kept_env, n_main["env"][-1]]
+    # resources: keep keys the wizard does not manage; keep a cpu/memory limit when the request is unchanged
+    b_res = _dict(b_main.get("resources"))
+    n_res = _dict(n_main.get("resources"))
+    res = {k: v for k, v in b_res.items() if k not in ("requests", "limits")}
+    for part in ("requests", "limits"):
+        merged = {k: v for k, v in _dict(b_res.get(part)).items() if not _managed_resource(str(k))}
+        merged.update(_dict(n_res.get(part)))
+        if part == "limits":
+            for key in ("cpu", "memory"):
+                b_req, b_lim = _dict(b_res.get("requests")).get(key), _dict(b_res.get("limits")).get(key)
+                if b_lim is not None and str(_dict(n_res.get("requests")).get(key)) == str(b_req):
+                    merged[key] = b_lim
+        if merged:
+            res[part] = merged
+    if res:
+        main["resources"] = res
+    else:
+        main.pop("resources", None)
+    # mounts and volumes: the wizard's, then the base's other ones
+    kept_mounts = [
+        m
+        for m in b_main.get("volumeMounts") or []
+        if isinstance(m, dict) and not _wizard_volume(_dict(b_vols.get(m.get("name"))), str(m.get("mountPath")))
+    ]
+    if kept_mounts:
+        main["volumeMounts"] = [*(n_main.get("volumeMounts") or []), *kept_mounts]
+    main.update({k: v for k, v in b_main.items() if k not in _MANAGED_CONTAINER_KEYS})
+    if main_at is None:
+        containers = [main]
+    else:
+        containers[main_at] = main
+    managed_names = {
+        m.get("name")
+        for m in b_main.get("volumeMounts") or []
+        if isinstance(m, dict) and _wizard_volume(_dict(b_vols.get(m.get("name"))), str(m.get("mountPath")))
+    }
+    new_vols = list(n_spec.get("volumes") or [])
+    taken = {v["name"] for v in new_vols} | managed_names
+    volumes = new_vols + [v for name, v in b_vols.items() if name not in taken]
+    spec = {"containers": containers}
+    if volumes:
+        spec["volumes"] = volumes
+    spec.update({k: v for k, v in b_spec.items() if k not in ("containers", "volumes")})
+    template = {**{k: v for k, v in b_tpl.items() if k != "spec"}, "spec": spec}
+    wl["template"] = template
+    out["kubernetes"] = {**{k: v for k, v in b_k8s.items() if k != "workload"}, "workload": wl}
+    return out
+
+
 def role_template(state: WizardState, index: int) -> dict[str, Any]:
     """One ``spec.tasks[]`` item for role ``index`` (field order of upstream 7.4 plus ``cluster``)."""
     role = state.roles[index]
@@ -310,7 +419,7 @@ def role_template(state: WizardState, index: int) -> dict[str, Any]:
         if state.tensorboard_dir.strip():
             task["tensorBoardDir"] = state.tensorboard_dir.strip()
     task["kubernetes"] = {"workload": workload}
-    return task
+    return _merge_base(role.base, task) if role.base else task
 
 
 def to_document(state: WizardState) -> dict[str, Any]:
@@ -322,6 +431,8 @@ def to_document(state: WizardState) -> dict[str, Any]:
         annotations[DISPLAY_NAME_ANNOTATION] = state.display_name.strip()
     if annotations:
         metadata["annotations"] = annotations
+    if state.labels:
+        metadata["labels"] = dict(state.labels)
     spec: dict[str, Any] = {"tasks": [role_template(state, i) for i in range(len(state.roles))]}
     if state.domain:
         spec["domain"] = state.domain
@@ -370,6 +481,8 @@ def role_from_template(template: Mapping, pvc_maps: Mapping | None = None) -> Ro
         if item.get("name") == ROLE_ENV:
             display = _str(item.get("value"))
             continue
+        if "valueFrom" in item:
+            continue  # kept from ``base``
         env.append(EnvVar(_str(item.get("name")), _str(item.get("value"))))
     name = display if display and to_resource_name(display) == tname else tname
     requests = ((container.get("resources") or {}).get("requests") or {}) if container else {}
@@ -391,6 +504,8 @@ def role_from_template(template: Mapping, pvc_maps: Mapping | None = None) -> Ro
         if path == SHM_PATH and "emptyDir" in vol:
             shm = _str((vol.get("emptyDir") or {}).get("sizeLimit"))
             continue
+        if not _wizard_volume(vol, path):
+            continue  # emptyDir, configMap, ...: kept from ``base``
         read_only = vm.get("readOnly") is True
         if "persistentVolumeClaim" in vol:
             claim = _str((vol.get("persistentVolumeClaim") or {}).get("claimName"))
@@ -419,6 +534,7 @@ def role_from_template(template: Mapping, pvc_maps: Mapping | None = None) -> Ro
         env=env,
         devices=devices,
         mounts=mounts,
+        base=copy.deepcopy(dict(template)),
     )
 
 
@@ -441,6 +557,7 @@ def from_document(document: Mapping, *, infer_cluster=None) -> WizardState:
         run_script="",
         tensorboard_dir="",
         stopped=spec.get("stopped") is True,
+        labels={str(k): _str(v) for k, v in (metadata.get("labels") or {}).items()},
     )
     keys = spec.get("sshPublicKeys")
     if keys is None and spec.get("sshPublicKey"):
@@ -479,6 +596,16 @@ def _int(value: Any, default: int = 0) -> int:
         return default
 
 
+def _json_dict(text: str) -> dict:
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def from_post(data) -> WizardState:
     """Parse the flat wizard fields of a POST (a ``QueryDict`` or plain dict; lists via ``getlist``)."""
     getlist = data.getlist if hasattr(data, "getlist") else (lambda k: list(data.get(k) or []))
@@ -499,6 +626,8 @@ def from_post(data) -> WizardState:
     for key in data:
         if key.startswith("ann:"):
             state.annotations[key[4:]] = _get(data, key)
+        elif key.startswith("lbl:"):
+            state.labels[key[4:]] = _get(data, key)
     for i in range(_int(data.get("role_count"), 0)):
         p = f"r{i}-"
         role = RoleState(
@@ -513,6 +642,7 @@ def from_post(data) -> WizardState:
             shm=_get(data, p + "shm").strip(),
             image=_get(data, p + "image"),
             prepare_script=_get(data, p + "prepare").replace("\r\n", "\n"),
+            base=_json_dict(_get(data, p + "base")),
         )
         for j in range(_int(data.get(p + "env_count"), 0)):
             role.env.append(EnvVar(_get(data, f"{p}env{j}-name"), _get(data, f"{p}env{j}-value")))
