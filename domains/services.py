@@ -133,6 +133,21 @@ def validate_cidr(cidr: str, *, exclude: Domain | None = None) -> ipaddress.IPv4
     return loose
 
 
+def overlapping_domains(cidr: str) -> list[Domain]:
+    """Domains whose CIDR overlaps ``cidr`` (for cluster registration: a cluster's Pod/Service CIDR must not
+    overlap a domain either). Invalid or IPv6 input overlaps nothing."""
+    nets = _split_cidrs(cidr)
+    out = []
+    for domain in Domain.objects.all():
+        try:
+            net = ipaddress.ip_network(domain.cidr, strict=False)
+        except ValueError:
+            continue
+        if any(net.version == 4 and net.overlaps(n) for n in nets):
+            out.append(domain)
+    return out
+
+
 def create_domain(name: str, cidr: str, actor=None, request=None) -> Domain:
     """Validate and create a domain (``name`` a DNS label). Raises CIDRError or django ValidationError."""
     with transaction.atomic():

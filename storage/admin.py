@@ -43,6 +43,7 @@ class StorageClassForm(forms.ModelForm):
     class Meta:
         model = StorageClass
         fields = ["cluster", "name", "provider", "description"]
+        labels = {"cluster": _("Cluster")}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -79,7 +80,7 @@ class StorageClassForm(forms.ModelForm):
 @admin.register(StorageClass)
 class StorageClassAdmin(admin.ModelAdmin):
     form = StorageClassForm
-    list_display = ["name", "cluster", "provider", "description", "target", "has_secret", "created_at"]
+    list_display = ["name", "cluster_name", "provider", "description", "target", "has_secret", "created_at"]
     list_filter = ["provider", "cluster"]
     search_fields = ["name", "description", "cluster__name"]
     fieldsets = [
@@ -90,6 +91,10 @@ class StorageClassAdmin(admin.ModelAdmin):
         ),
         (_("Existing Kubernetes StorageClass"), {"fields": ["storage_class_name"]}),
     ]
+
+    @admin.display(description=_("Cluster"), ordering="cluster__name")
+    def cluster_name(self, obj):
+        return obj.cluster.name
 
     @admin.display(description=_("Target"))
     def target(self, obj):

@@ -301,3 +301,11 @@ def test_admin_delete_refused_while_in_use(client, admin_user, alice):
     resp = client.post(f"/admin/domains/domain/{d.pk}/delete/", {"post": "yes"}, follow=True)
     assert Domain.objects.filter(pk=d.pk).exists()
     assert "j-adm" in resp.content.decode()
+
+
+def test_overlapping_domains_for_cluster_registration():
+    a = _domain("ov-a", "10.90.0.0/16")
+    _domain("ov-b", "192.168.5.0/24")
+    assert services.overlapping_domains("10.90.4.0/22,fd00::/64") == [a]
+    assert services.overlapping_domains("10.91.0.0/16") == []
+    assert services.overlapping_domains("junk") == []
