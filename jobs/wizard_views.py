@@ -347,6 +347,8 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job) -
             state.step = target  # going back is free and clears the error
             return extra
         document, result = _validate(state, request.user, job)
+        if not state.name.strip() and document and (document.get("metadata") or {}).get("name"):
+            state.name = document["metadata"]["name"]  # generated from the display name once, then kept
         errors = _problem_rows(result.errors, lang)
         warnings = _problem_rows(result.warnings, lang)
         blocking = [e for e in errors if e["step"] < target] if name != "submit" else errors

@@ -396,3 +396,18 @@ def test_unchanged_edit_through_the_form_keeps_the_stored_document(client, admin
     assert response.status_code == 204, banner_codes(response.content.decode())
     job.refresh_from_db()
     assert render_yaml(job.spec) == before
+
+
+@pytest.mark.django_db
+def test_name_generated_from_the_display_name_is_fixed_before_the_preview(client, admin_user, demo):
+    client.force_login(admin_user)
+    state = rl_state()
+    state.name = ""
+    state.display_name = "PPO 训练"
+    state.step = 3
+    html = post(client, state, "next").content.decode()
+    assert current_step(html) == 4
+    name = re.search(r'name="name" value="([^"]+)"', html).group(1)
+    assert name.startswith("ppo-") and f"name: {name}" in html
+    state.name, state.step = name, 4
+    assert post(client, state, "submit")["HX-Redirect"] == f"/jobs/{name}/"
