@@ -33,6 +33,7 @@ import fcntl
 import hashlib
 import json
 import logging
+import math
 import os
 import shutil
 import signal
@@ -175,7 +176,7 @@ class Supervisor:
             self.state["ports"].remove(base)
 
     @staticmethod
-    def ray_start_args(base: int, head: bool, gpus: float) -> list[str]:
+    def ray_start_args(base: int, head: bool, gpus: float, cpus: float = 0) -> list[str]:
         """Per-node ``ray start`` options so several Ray nodes share one host (see rlark_ray_local)."""
         args = [
             f"--node-manager-port={base}",
@@ -196,6 +197,9 @@ class Supervisor:
                 args.append("--include-dashboard=false")
         if gpus:
             args.append(f"--num-gpus={int(gpus)}")
+        # Ray pre-starts one idle worker per CPU; local nodes share the host, so they claim what the Pod
+        # requested (default 1) instead of every host core.
+        args.append(f"--num-cpus={max(1, math.ceil(cpus))}")
         return args
 
     # ---- ops ---------------------------------------------------------------------------------
@@ -635,7 +639,8 @@ class Supervisor:
         env = self._env(t, pod, main, home)
         base = self._alloc_block()
         gpus = sum(v for k, v in (pod.get("requests") or {}).items() if k.endswith("/gpu"))
-        env["RLARK_LOCAL_RAY_START_ARGS"] = json.dumps(self.ray_start_args(base, t["ray_role"] == "head", gpus))
+        cpus = (pod.get("requests") or {}).get("cpu", 0)
+        env["RLARK_LOCAL_RAY_START_ARGS"] = json.dumps(self.ray_start_args(base, t["ray_role"] == "head", gpus, cpus))
         command = [*(main.get("command") or ["bash", "-c", "sleep infinity"]), *(main.get("args") or [])]
         workdir = main.get("workingDir") or str(work)
         log_path = pdir / "main.log"
