@@ -249,6 +249,19 @@ def test_exec_interactive_and_shell_fallback(runtime, fake_k8s, manifests):  # n
     del chunk
 
 
+def test_exec_over_v4_channel_protocol(runtime, fake_k8s, manifests):  # noqa: F811
+    runtime.apply_task(manifests[0])
+    pod = "robot-policy-training-actor-0"
+    fake_k8s.set_pod(NS, pod, "Running")
+    fake_k8s.exec_protocols = ("v4.channel.k8s.io",)
+    stream = runtime.exec(NS, pod)
+    stream.write(b"exit 3\n")
+    deadline = time.monotonic() + 5
+    while stream.read(0.2) != b"" and time.monotonic() < deadline:
+        pass
+    assert stream.exit_code == 3 and fake_k8s.exec_sessions[-1]["protocol"] == "v4.channel.k8s.io"
+
+
 def test_stop_start_restart_delete_nothing_left(runtime, fake_k8s, manifests):  # noqa: F811
     for m in manifests:
         runtime.apply_task(m)

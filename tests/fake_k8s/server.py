@@ -155,6 +155,7 @@ class FakeKubernetes:
         self.logs: dict[tuple[str, str], dict[str, str]] = {}  # (ns, pod) -> {"current": str, "previous": str}
         self.shells: dict[tuple[str, str], tuple[str, ...]] = {}  # (ns, pod) -> available shells
         self.exec_sessions: list[dict] = []
+        self.exec_protocols: tuple[str, ...] = ("v5.channel.k8s.io", "v4.channel.k8s.io")
         self.denied: set[tuple[str, str]] = set()  # (verb, resource[/sub]) refused by SelfSubjectAccessReview
         self.metrics_enabled = False
         self._metrics_selector: str | None = None
@@ -859,7 +860,7 @@ class FakeKubernetes:
             return self._status(400, "BadRequest", f'container "main" in pod "{name}" is waiting to start')
         if ("create", "pods/exec") in self.denied:
             return self._status(403, "Forbidden", "pods/exec is forbidden")
-        ws = web.WebSocketResponse(protocols=("v5.channel.k8s.io", "v4.channel.k8s.io"))
+        ws = web.WebSocketResponse(protocols=self.exec_protocols)
         await ws.prepare(request)
         session = {"pod": name, "command": command, "protocol": ws.ws_protocol, "resizes": [], "input": b""}
         self.exec_sessions.append(session)
