@@ -4,7 +4,9 @@ Both authenticate the session (``AuthMiddlewareStack``; Origin is checked by
 ``AllowedHostsOriginValidator`` in ``rlark_console.asgi``), authorise the job through
 ``accounts.policy`` (via :mod:`terminal.services.access`) on connect, i.e. on every reconnect,
 and re-check periodically. Refusals are accepted-then-closed with an application close code
-and a human reason the page shows (nothing else is sent).
+and a human reason the page shows. Because daphne drops the close frame's reason text, every close
+is preceded by a text frame ``{"type":"closing","code":<code>,"reason":<text>}`` carrying the same
+reason (nothing else is sent to a refused client).
 """
 
 from __future__ import annotations
@@ -52,8 +54,15 @@ class _JobSocket(AsyncWebsocketConsumer):
             return await database_sync_to_async(access.check_job)(user, self.job_name)
         except access.AccessDenied as exc:
             await self.accept()
-            await self.close(code=exc.code, reason=_reason(str(exc)))
+            await self.close_with(exc.code, str(exc))
             return None
+
+    async def close_with(self, code: int, reason: str) -> None:
+        """Close with ``code``; the reason goes in a ``closing`` frame and in the close frame."""
+        reason = _reason(reason)
+        with contextlib.suppress(Exception):
+            await self.send_json({"type": "closing", "code": code, "reason": reason})
+        await self.close(code=code, reason=reason)
 
     async def _recheck(self) -> access.AccessDenied | None:
         try:
@@ -127,7 +136,7 @@ class LogsConsumer(_JobSocket):
         elif kind == "refresh":
             denied = await self._recheck()
             if denied:
-                await self.close(code=denied.code, reason=_reason(str(denied)))
+                await self.close_with(denied.code, str(denied))
                 return
             await self._refresh_targets()
             await self._poll()
@@ -145,7 +154,7 @@ class LogsConsumer(_JobSocket):
                 await asyncio.sleep(self.interval)
                 denied = await self._recheck()
                 if denied:
-                    await self.close(code=denied.code, reason=_reason(str(denied)))
+                    await self.close_with(denied.code, str(denied))
                     return
                 layout = await database_sync_to_async(logs.load_layout_named)(self.job_name)
                 if layout is not None:
@@ -156,7 +165,7 @@ class LogsConsumer(_JobSocket):
             pass
         except Exception:  # pragma: no cover - keep the socket informative rather than silent
             logger.exception("live log refresh failed")
-            await self.close(code=access.CLOSE_ERROR, reason="log refresh failed; reconnecting")
+            await self.close_with(access.CLOSE_ERROR, "log refresh failed; reconnecting")
 
     async def _poll(self, initial: bool = False) -> None:
         async with self.lock:
@@ -594,7 +603,7 @@ class TerminalConsumer(_JobSocket):
             return
         self.finished = True
         with contextlib.suppress(Exception):
-            await self.close(code=code, reason=_reason(reason))
+            await self.close_with(code, reason)
         await self._cleanup(reason, exit_code)
 
     async def disconnect(self, code):

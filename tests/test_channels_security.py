@@ -37,11 +37,17 @@ def job(runtime, alice):
 async def _refused(comm, code: int) -> str:
     connected, _ = await comm.connect()
     assert connected  # accepted only to deliver the reason, then closed
+    first = await comm.receive_output(timeout=5)  # the reason (daphne drops close-frame reasons) ...
+    assert json.loads(first["text"]) == {"type": "closing", "code": code, "reason": first_reason(first)}
     out = await comm.receive_output(timeout=5)
-    assert out["type"] == "websocket.close", out  # no data before the close
-    assert out["code"] == code
+    assert out["type"] == "websocket.close", out  # ... and nothing else before the close
+    assert out["code"] == code and out["reason"] == first_reason(first)
     await comm.wait()
-    return out.get("reason", "")
+    return out["reason"]
+
+
+def first_reason(message) -> str:
+    return json.loads(message["text"])["reason"]
 
 
 @pytest.mark.asyncio

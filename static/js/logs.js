@@ -111,8 +111,11 @@
 
     onClose(ev) {
       if (this.ws && this.ws.readyState !== WebSocket.CLOSED) return;
-      const reason = ev.reason || "";
-      if (ev.code === 4401 || ev.code === 4403 || ev.code === 4404) {
+      const closing = this.closing || {};
+      this.closing = null;
+      const reason = ev.reason || closing.reason || "";
+      const code = closing.code || ev.code;
+      if (code === 4401 || code === 4403 || code === 4404) {
         this.closedFinal = true;
         this.status(fmt(this.s.closed, { reason }), "bad");
         this.setLive(false, true);
@@ -171,6 +174,8 @@
         const st = this.pods[msg.pod] || (this.pods[msg.pod] = {});
         st.state = msg.state; st.message = msg.message;
         this.render(true);
+      } else if (msg.type === "closing") {
+        this.closing = msg; // daphne drops close-frame reasons; the server repeats them here
       } else if (msg.type === "tick") {
         this.lastTick = msg.at;
         this.updateStatus();
@@ -303,7 +308,6 @@
 
     updateStatus() {
       const parts = [];
-      if (this.filter) parts.push([fmt(this.s.matches, { n: this.visible.length }), "", "matches"]);
       parts.push([fmt(this.s.lines, { n: this.lines.length }), ""]);
       if (this.lastTick) parts.push([fmt(this.s.updated, { t: new Date(this.lastTick).toLocaleTimeString() }), ""]);
       if (this.frozen) parts.push([fmt(this.s.heldLines, { n: this.held.length }), "warn"]);

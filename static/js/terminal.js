@@ -43,6 +43,7 @@
   let uploading = false;
   let download = null;
   let exitCode = null;
+  let closing = null;
   let pendingAck = 0;
   let ackTimer = null;
 
@@ -60,6 +61,7 @@
 
   function connect() {
     exitCode = null;
+    closing = null;
     download = null;
     setBusy(false);
     term.writeln(fmt(s.connecting, { worker: cfg.worker }));
@@ -143,23 +145,28 @@
         else term.writeln("\r\n" + clean(msg.message || ""));
         return;
       }
+      case "closing": // daphne drops close-frame reasons; the server repeats it here first
+        closing = { code: msg.code, reason: String(msg.reason || "") };
+        return;
       default:
         return; // ping and unknown frames are dropped, never typed into the shell
     }
   }
 
   function onClose(ev) {
-    const reason = clean(ev.reason || "");
+    const reason = clean(ev.reason || (closing && closing.reason) || "");
+    const code = closing && (ev.code === 1005 || ev.code === 1006 || !ev.code) ? closing.code : ev.code;
+    closing = null;
     const m = /exited with code (\d+)/.exec(reason);
     if (m) exitCode = Number(m[1]);
     let text;
     if (exitCode !== null) text = fmt(s.sessionEndedCode, { code: exitCode });
-    else if (ev.code === 1000) text = s.sessionEnded;
-    else if (reason && ev.code >= 4000) text = fmt(s.closed, { reason });
-    else text = fmt(s.closedUnexpectedly, { code: ev.code, reason: reason || "-" });
+    else if (code === 1000) text = s.sessionEnded;
+    else if (reason && code >= 4000) text = fmt(s.closed, { reason });
+    else text = fmt(s.closedUnexpectedly, { code, reason: reason || "-" });
     const full = reason && !text.includes(reason) ? text + " (" + reason + ")" : text;
     term.writeln("\r\n\x1b[33m" + full + "\x1b[0m");
-    status(full, ev.code === 1000 ? "warn" : "bad");
+    status(full, code === 1000 ? "warn" : "bad");
     reconnectBtn.hidden = false;
     setBusy(false);
   }
