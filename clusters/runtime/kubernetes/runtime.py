@@ -150,6 +150,13 @@ def container_state(pod: dict) -> ContainerState:
     return ContainerState(**common)
 
 
+def _settled(pod: dict) -> bool:
+    """Running with every container ready: nothing for Events to explain."""
+    status = pod.get("status") or {}
+    statuses = status.get("containerStatuses") or []
+    return status.get("phase") == "Running" and bool(statuses) and all(c.get("ready") for c in statuses)
+
+
 def pod_info(pod: dict, events: tuple[PodEvent, ...] = ()) -> PodInfo:
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
@@ -461,7 +468,7 @@ class KubernetesRuntime(Runtime):
         pods = self._json(self.core.list_namespaced_pod, namespace, label_selector=f"rlinf.io/job={job}", what="pods")
         items = pods.get("items") or []
         events: dict[str, list[PodEvent]] = {}
-        if items:
+        if any(not _settled(p) for p in items):  # events explain Pending/waiting pods; skip the call otherwise
             names = {p["metadata"]["name"] for p in items}
             raw = self._json(
                 self.core.list_namespaced_event, namespace, field_selector="involvedObject.kind=Pod", what="events"
