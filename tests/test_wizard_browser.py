@@ -202,13 +202,58 @@ def test_step4_preview_submit_equals_stored_yaml(console_server, page, lang):
     release(page, console_server, name)
 
 
-def test_rlinf_import_in_the_browser(console_server, page):
-    login(page, console_server)
+@pytest.mark.parametrize("lang", ["zh-hans", "en"])
+def test_rlinf_import_in_the_browser(console_server, page, lang):
+    short = "zh" if lang == "zh-hans" else "en"
+    login(page, console_server, lang)
     page.goto(console_server.url + "/jobs/new/")
     page.set_input_files("[data-testid=rlinf-file]", CHARGER)
     page.click("[data-testid=rlinf-import]")
-    expect(page.locator("[data-testid=wizard-notice]")).to_contain_text("cluster.num_nodes 2")
+    expect(page.locator("[data-testid=wizard-notice]")).to_contain_text("cluster.num_nodes")
     expect(page.locator("[data-testid=role-name-0]")).to_have_value("4090")
     expect(page.locator("[data-testid=role-name-1]")).to_have_value("franka")
     expect(page.locator("[data-testid=role-row-0]")).to_have_class(re.compile("is-head"))
-    shot(page, "wizard-rlinf-import-en.png")
+    expect(page.locator("[data-testid=role-row-0]")).to_contain_text("1")
+    shot(page, f"wizard-rlinf-import-{short}.png")
+    page.click("[data-testid=next]")
+    at_step(page, 2)
+    expect(page.locator("[data-testid=selector-0]")).to_have_value("rlinf.io/node-group=4090")
+    expect(page.locator("[data-testid=match-0]")).to_contain_text("local/local-gpu-0")
+    page.click("[data-testid=role-tab-1]")
+    expect(page.locator("[data-testid=match-1]")).to_contain_text("local/local-robot-0")
+    expect(page.locator("[data-testid=dev-key-1-0]")).to_have_value("rlinf.io/device-franka")
+
+
+@pytest.mark.parametrize("lang", ["zh-hans", "en"])
+def test_yaml_paste_and_edit_pages(console_server, page, lang):
+    short = "zh" if lang == "zh-hans" else "en"
+    login(page, console_server, lang)
+    page.goto(console_server.url + "/jobs/new/yaml/")
+    page.fill("[data-testid=yaml-text]", "apiVersion: rlinf.io/v1alpha1\nkind: Job\nmetadata: {name: Bad}\nspec: {}\n")
+    page.click("[data-testid=yaml-validate]")
+    errors = page.locator("[data-testid=yaml-errors]")
+    expect(errors.locator("[data-code=job_name_invalid]")).to_be_visible()
+    expect(errors.locator("[data-code=roles_empty]")).to_be_visible()
+    shot(page, f"wizard-yaml-{short}.png")
+    # the demo job opened for "edit and restart" (it exists after the first submit of this session or not)
+    page.goto(console_server.url + "/jobs/new/?type=Demo")
+    expect(page.locator("[data-testid=job-name]")).to_have_value("cartpole-demo")
+    shot(page, f"wizard-demo-{short}.png")
+    name = f"demo-{short}-{uuid.uuid4().hex[:6]}"
+    page.fill("[data-testid=job-name]", name)
+    page.click("[data-testid=step-4]")
+    at_step(page, 4)
+    page.click("[data-testid=submit]")
+    page.wait_for_url(re.compile(rf".*/jobs/{name}/$"))
+    # "edit and restart" reuses the wizard: name fixed, own title and submit label
+    page.goto(f"{console_server.url}/jobs/{name}/edit/?restart=1")
+    expect(page.locator("[data-testid=job-name]")).to_have_attribute("readonly", "")
+    expect(page.locator("h1")).to_contain_text("编辑并重启任务" if short == "zh" else "Edit and restart job")
+    page.click("[data-testid=step-4]")
+    at_step(page, 4)
+    expect(page.locator("[data-testid=submit]")).to_have_text("保存并重启" if short == "zh" else "Save & Restart")
+    shot(page, f"wizard-edit-restart-{short}.png")
+    page.click("[data-testid=submit]")
+    page.wait_for_url(re.compile(rf".*/jobs/{name}/$"))
+    assert "rlark.io/restarted-at" in stored_yaml(console_server, name)
+    release(page, console_server, name)
