@@ -249,6 +249,19 @@ def test_exec_interactive_and_shell_fallback(runtime, fake_k8s, manifests):  # n
     del chunk
 
 
+def test_exec_refuses_pending_pod_and_fails_fast_when_unreachable(runtime, fake_k8s, manifests):  # noqa: F811
+    runtime.apply_task(manifests[0])
+    with pytest.raises(RuntimeError_, match="is not running"):
+        runtime.exec(NS, "robot-policy-training-actor-0")
+    fake_k8s.set_pod(NS, "robot-policy-training-actor-0", "Running")
+    fake_k8s.set_fault("timeout", delay=6)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError_) as exc:
+        runtime.exec(NS, "robot-policy-training-actor-0")
+    assert exc.value.reason == "unreachable" and time.monotonic() - started < 4
+    fake_k8s.set_fault(None)
+
+
 def test_exec_over_v4_channel_protocol(runtime, fake_k8s, manifests):  # noqa: F811
     runtime.apply_task(manifests[0])
     pod = "robot-policy-training-actor-0"

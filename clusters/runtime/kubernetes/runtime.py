@@ -617,6 +617,11 @@ class KubernetesRuntime(Runtime):
     def exec(self, namespace: str, pod: str, command: list[str] | None = None) -> KubeExecStream:
         """Interactive TTY in ``main``: ``command`` if given, else bash, then sh; RuntimeError_(NO_SHELL) when
         neither exists. Raises PodNotFound when the pod is gone."""
+        # Preflight with the usual timeouts (the websocket handshake itself has none): a gone Pod, a Pod that is
+        # not running or an unreachable API server fail fast and clearly here.
+        obj = self._json(self.core.read_namespaced_pod, pod, namespace, what=f"pod {pod}")
+        if (obj.get("status") or {}).get("phase") != "Running":
+            raise RuntimeError_(f"pod {pod} is not running (phase {obj.get('status', {}).get('phase')})", "invalid")
         if command:
             return KubeExecStream(self._open(namespace, pod, list(command)), list(command))
         for shell in SHELLS:
