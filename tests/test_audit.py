@@ -73,3 +73,19 @@ def test_audit_admin_is_read_only(client, admin_user):
     assert client.get("/admin/accounts/auditevent/add/").status_code == 403
     assert client.post(f"/admin/accounts/auditevent/{event.pk}/delete/", {"post": "yes"}).status_code == 403
     assert AuditEvent.objects.filter(pk=event.pk).exists()
+
+
+def test_admin_login_goes_through_the_rate_limited_audited_login(client, admin_user, alice):
+    resp = client.get("/admin/login/?next=/admin/domains/domain/")
+    assert resp.status_code == 302 and resp["Location"].startswith("/login/")
+    assert "next=/admin/domains/domain/" in resp["Location"]
+    resp = client.post("/login/?next=/admin/", {"username": "root", "password": "root-pass-1"})
+    assert resp.status_code == 302 and resp["Location"] == "/admin/"
+    assert AuditEvent.objects.filter(action="login", actor_name="root").exists()
+    assert client.get("/admin/login/").status_code == 302  # already signed in: straight to the index
+    client.force_login(alice)
+    assert client.get("/admin/login/").status_code == 403  # signed in but not an administrator: no loop
+    assert client.get("/admin/login/?next=https://evil.example/").status_code == 403
+    client.logout()
+    resp = client.get("/admin/login/?next=https://evil.example/")
+    assert "evil.example" not in resp["Location"]
