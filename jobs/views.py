@@ -9,6 +9,8 @@ tab is hidden).
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
@@ -36,6 +38,7 @@ from jobs.services.status import (
 )
 
 PAGE_SIZES = (10, 20, 50)
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x01|\x02")
 TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
 ACTIONS = ("stop", "start", "restart", "delete")
 
@@ -186,9 +189,11 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
 
         clusters = {t.cluster_id for t in tasks}
         nodes = {n.name: n for n in Node.objects.filter(cluster_id__in=clusters)}
+    labels = dict(Phase.choices)
     for w in workers:
         node = nodes.get(w["node"])
         w["node_category"] = node.category if node else ""
+        w["phase_label"] = labels.get(w["phase"], w["phase"])
     summary = _spec_summary(job)
     clusters = sorted({t.cluster.name for t in tasks}) or sorted({r["cluster"] for r in summary["roles"]})
     return {
@@ -206,7 +211,15 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
         "terminal": job.phase in TERMINAL,
         "can_change": policy.can_change_job(request.user, job),
         "synced": any(w["pod"] for w in workers),
+        "conditions": [{**c, "since": _parse_time(c.get("lastTransitionTime"))} for c in job.conditions or []],
     }
+
+
+def _parse_time(value: str | None):
+    try:
+        return datetime.fromisoformat(value) if value else None
+    except ValueError:
+        return None
 
 
 TABS = ("overview", "workers", "yaml", "logs")
@@ -244,6 +257,7 @@ def job_log(request: HttpRequest, name: str) -> HttpResponse:
         raise Http404("worker not found")
     except RuntimeError_ as exc:
         error = str(exc)
+    text = ANSI.sub("", text)  # colours are rendered by the Logs tab of issue 6; here plain text
     return render(request, "jobs/_log.html", {"job": job, "pod": pod, "text": text, "error": error})
 
 

@@ -91,7 +91,7 @@ def test_detail_tabs(client, fake, alice):
     assert "demo-header" in html and "python train.py" in html and "rlinf/rlinf:demo-1" in html
     job = running(fake, job)
     workers = client.get(url + "?tab=workers").content.decode()
-    assert workers.count('data-testid="worker-phase">Running<') == 3
+    assert workers.count('data-phase="Running"') == 3
     assert "alpha-node-0" in workers and "127.0.0.1" in workers
     yaml_tab = client.get(url + "?tab=yaml").content.decode()
     assert "apiVersion: rlinf.io/v1alpha1" in yaml_tab

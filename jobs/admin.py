@@ -1,0 +1,58 @@
+"""Back office: read-only views of Jobs, their Tasks and Pods (changes go through the controller:
+the job pages, the REST API or the CLI, so every action is reconciled and audited)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from jobs.models import Job, Pod, Task
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class TaskInline(admin.TabularInline):
+    model = Task
+    extra = 0
+    can_delete = False
+    fields = ["name", "cluster", "namespace", "replicas", "ready_replicas", "rank_start", "phase", "message"]
+    readonly_fields = fields
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Job)
+class JobAdmin(ReadOnlyAdmin):
+    list_display = ["name", "display_name", "owner", "phase", "attempt", "stopped", "created_at", "finished_at"]
+    list_filter = ["phase", "stopped"]
+    search_fields = ["name", "display_name", "owner__username"]
+    date_hierarchy = "created_at"
+    inlines = [TaskInline]
+    exclude = ["rlinf_config"]
+
+
+@admin.register(Task)
+class TaskAdmin(ReadOnlyAdmin):
+    list_display = ["name", "job", "cluster", "replicas", "ready_replicas", "rank_start", "phase"]
+    list_filter = ["phase", "cluster"]
+    search_fields = ["name", "job__name"]
+
+
+@admin.register(Pod)
+class PodAdmin(ReadOnlyAdmin):
+    list_display = ["name", "task", "node", "ip", "phase", "restart_count", "exit_code", "started_at"]
+    list_filter = ["phase"]
+    search_fields = ["name", "task__name", "node"]
