@@ -411,3 +411,15 @@ def test_name_generated_from_the_display_name_is_fixed_before_the_preview(client
     assert name.startswith("ppo-") and f"name: {name}" in html
     state.name, state.step = name, 4
     assert post(client, state, "submit")["HX-Redirect"] == f"/jobs/{name}/"
+
+
+@pytest.mark.django_db
+def test_rlinf_import_shows_the_configs_own_problems(client, admin_user, demo):
+    client.force_login(admin_user)
+    text = (RLINF / "emb_realworld_dual_franka_dagger_openpi.yaml").read_text()
+    html = post(client, wz.initial_state(["local"]), "import_rlinf", rlinf_text=text).content.decode()
+    assert "node_ranks_mismatch" in banner_codes(html)
+    assert 'name="role_count" value="2"' in html  # header [0] + franka x2 [1-2] still proposed
+    assert re.search(r'name="r1-replicas" value="2"', html)
+    empty = post(client, wz.initial_state(["local"]), "import_rlinf").content.decode()
+    assert 'data-testid="wizard-notice"' in empty
