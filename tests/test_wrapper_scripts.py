@@ -122,7 +122,7 @@ def test_worker_cannot_reach_head_keeps_waiting(tmp_path):
         {"RLARK_NODE_RANK_START": "1", "RLARK_HEAD_ADDRESS": "127.0.0.1", "RLARK_RAY_PORT": str(port)},
     )
     try:
-        wait_for(lambda: "(attempt 3)" in pod.log, 30, what="three reachability attempts")
+        wait_for(lambda: "(attempt 3)" in pod.log, 90, what="three reachability attempts")
         log = pod.log
         assert (
             markers_in_order(
@@ -168,7 +168,10 @@ def test_head_check_failure_run_script_exit_code_and_idle(tmp_path):
     )
     with LoopbackWatch(lambda: set(launcher.namespace_members(pod.proc.pid))) as watch:
         try:
-            wait_for(lambda: "Run script exited with code" in pod.log, 120, what="run script end")
+            try:
+                wait_for(lambda: "Run script exited with code" in pod.log, 300, what="run script end")
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}; log:\n{pod.log[-3000:]}") from None
             time.sleep(2)
             assert pod.proc.poll() is None, "the head must idle after the run script"
             log = pod.log
@@ -198,7 +201,7 @@ def test_head_check_failure_run_script_exit_code_and_idle(tmp_path):
             assert "Local node IP" in log and "127.0.0.1" in log
         finally:
             os.killpg(pod.proc.pid, signal.SIGTERM)
-            wait_for(lambda: "Stopping Ray cluster..." in pod.log, 30, what="stop marker")
+            wait_for(lambda: "Stopping Ray cluster..." in pod.log, 90, what="stop marker")
             members = launcher.namespace_members(pod.proc.pid)
             pod.kill()
     assert last_line(pod.log) == "Stopping Ray cluster..." or "Stopping Ray cluster..." in pod.log

@@ -2,12 +2,14 @@
 
 Started by ``manage.py runconsole`` (``make run``). Stops every Worker on SIGTERM/SIGINT unless
 ``--keep-pods`` (or ``RLARK_LOCAL_KEEP_PODS=1``); a restarted supervisor adopts Workers still alive.
+The command replaces itself (same PID) with ``python -m clusters.runtime.local.supervisor``, which does
+not load Django, so the long-running supervisor stays small (about 25 MB RSS).
 """
 
 from __future__ import annotations
 
-import logging
-from pathlib import Path
+import os
+import sys
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
@@ -18,10 +20,23 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):  # noqa: D102
         parser.add_argument("--root", default=None, help="state directory (default: settings.RLARK_LOCAL_ROOT)")
-        parser.add_argument("--keep-pods", action="store_true", default=None, help="leave Workers running on exit")
+        parser.add_argument("--keep-pods", action="store_true", help="leave Workers running on exit")
 
-    def handle(self, *args, root: str | None, keep_pods: bool | None, **options):  # noqa: D102
-        from clusters.runtime.local.supervisor import serve
-
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        serve(Path(root or settings.RLARK_LOCAL_ROOT), keep_pods=keep_pods)
+    def handle(self, *args, root: str | None, keep_pods: bool, **options):  # noqa: D102
+        argv = [
+            sys.executable,
+            "-m",
+            "clusters.runtime.local.supervisor",
+            "--root",
+            str(root or settings.RLARK_LOCAL_ROOT),
+        ]
+        if keep_pods:
+            argv.append("--keep-pods")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.chdir(settings.BASE_DIR)
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(p for p in [str(settings.BASE_DIR), os.environ.get("PYTHONPATH")] if p),
+        }
+        os.execve(sys.executable, argv, env)

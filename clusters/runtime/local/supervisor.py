@@ -16,7 +16,7 @@ Semantics follow a StatefulSet with ``restartPolicy: Always`` (upstream-rlark 4.
 ``<task>-<ordinal>``; a container that exits is restarted in place with back-off (0 s, then
 10 s, 20 s, ... capped at 300 s; ``restartCount`` +1; the old log kept as ``previous``); scaling
 down kills the highest ordinals; a changed pod template re-creates the Pods. Stop = SIGTERM to the
-Worker's own process group, ``RLARK_LOCAL_STOP_GRACE`` s (default 8), then SIGKILL of the group and
+Worker's own process group, ``RLARK_LOCAL_STOP_GRACE`` s (default 5), then SIGKILL of the group and
 of its PID namespace (:func:`launcher.kill_group`); never by name.
 
 Restart safety: PIDs and process start times are recorded in ``state.json``; a restarted supervisor
@@ -105,7 +105,7 @@ class Supervisor:
     def __init__(self, root: Path, stop_grace: float | None = None) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.stop_grace = float(stop_grace if stop_grace is not None else os.environ.get("RLARK_LOCAL_STOP_GRACE", "8"))
+        self.stop_grace = float(stop_grace if stop_grace is not None else os.environ.get("RLARK_LOCAL_STOP_GRACE", "5"))
         self.lock = threading.RLock()
         self.wake = threading.Event()
         self.stopping = threading.Event()
@@ -853,3 +853,19 @@ def serve(root: Path, keep_pods: bool | None = None) -> None:
     loop.join(timeout=5)
     with contextlib.suppress(FileNotFoundError):
         sock.unlink()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m clusters.runtime.local.supervisor --root DIR [--keep-pods]`` (no Django: small RSS)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="RLark local runtime supervisor")
+    parser.add_argument("--root", required=True)
+    parser.add_argument("--keep-pods", action="store_true", default=None)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    serve(Path(args.root), keep_pods=args.keep_pods)
+
+
+if __name__ == "__main__":
+    main()
