@@ -40,7 +40,7 @@ BACK_OFFICE_TITLE = gettext_noop("Back office")
 class AuditEventAdmin(admin.ModelAdmin):
     list_display = ["when", "actor_name", "action", "object_type", "object_id", "summary", "remote_addr"]
     list_filter = ["action", "object_type"]
-    search_fields = ["actor_name", "action", "object_type", "object_id"]
+    search_fields = ["actor_name", "action", "object_type", "object_id", "detail__icontains"]
     date_hierarchy = "at"
     readonly_fields = ["at", "actor", "actor_name", "action", "object_type", "object_id", "detail", "remote_addr"]
     fields = readonly_fields
