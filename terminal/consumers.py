@@ -196,8 +196,11 @@ class LogsConsumer(_JobSocket):
         def work():
             runtime = runtime_for(target.cluster)
             if cursor is None:
-                return logs.read_tail(runtime, target, self.previous)
-            return logs.read_since(runtime, target, cursor, self.previous, received_at=None if initial else stamp)
+                batch = logs.read_tail(runtime, target, self.previous)
+            else:
+                batch = logs.read_since(runtime, target, cursor, self.previous, received_at=None if initial else stamp)
+            batch.rendered = batch.payload()  # ANSI rendering off the event loop
+            return batch
 
         try:
             return await asyncio.to_thread(work), None
@@ -205,7 +208,7 @@ class LogsConsumer(_JobSocket):
             return None, exc
 
     async def _send_batch(self, batch: logs.LogBatch) -> None:
-        payload = batch.payload()
+        payload = batch.rendered if batch.rendered is not None else batch.payload()
         step = self.frame_lines
         for i in range(0, max(len(payload), 1), step):
             part = payload[i : i + step]
@@ -242,18 +245,19 @@ class _Upload:
 class TerminalConsumer(_JobSocket):
     """``ws/terminal/jobs/<job>/pods/<pod>/``: a shell in the Pod's ``main`` container.
 
-    Protocol (upstream-rlark 9): binary frames = terminal bytes both ways; text JSON ``resize``,
-    ``file-upload`` (+ binary chunks + ``file-upload-end``), ``file-download`` ->
-    ``file-download-start``/chunks/``file-download-end``, ``file-transfer-done``, ``error``.
-    Additions: server ``ping`` every :attr:`ping_interval` s; optional client flow control
-    ``{"type":"flow","window":bytes}`` + ``{"type":"ack","bytes":n}`` (output pauses while more
-    than ``window`` bytes are unacknowledged). Unknown text frames are dropped.
+        Protocol (upstream-rlark 9): binary frames = terminal bytes both ways; text JSON ``resize``,
+        ``file-upload`` (+ binary chunks + ``file-upload-end``), ``file-download`` ->
+        ``file-download-start``/chunks/``file-download-end``, ``file-transfer-done``, ``error``.
+        Additions: server ``ping`` every :attr:`ping_interval` s; optional client flow control
+        ``{"type":"flow","window":bytes}`` + ``{"type":"ack","bytes":n}`` (output pauses while more
+        than ``window`` bytes are unacknowledged). Unknown text frames are dropped.
 
-    Output path: a reader thread does the blocking ``ExecStream.read`` and puts chunks in a
-    bounded queue (it blocks when the queue is full, so the process blocks on its PTY: back-
-    pressure); a pump task coalesces chunks into frames of up to :attr:`max_frame` bytes, at most
-    one frame every :attr:`frame_interval` seconds. Closing frees everything: the exec stream
-    (process group killed), the reader thread, the tasks, and writes the audit line.
+        Output path: a reader thread does the blocking ``ExecStream.read`` and puts chunks in a
+        bounded queue (it blocks when the queue is full, so the process blocks on its PTY: back-
+        pressure); a pump task coalesces chunks into frames of up to :attr:`max_frame` bytes, at most
+        one frame every :attr:`frame_interval` seconds while output keeps coming (an isolated echo is sent
+    at once). Closing frees everything: the exec stream
+        (process group killed), the reader thread, the tasks, and writes the audit line.
     """
 
     ping_interval = 25.0
@@ -323,7 +327,9 @@ class TerminalConsumer(_JobSocket):
                 item = ("error", str(exc) or exc.__class__.__name__)
             else:
                 if data is None:
-                    continue
+                    if stream.exit_code is None:
+                        continue
+                    data = b""  # the shell exited; a background child may still hold the PTY open
                 item = ("eof", None) if data == b"" else ("data", data)
             try:
                 fut = asyncio.run_coroutine_threadsafe(self.out_q.put(item), self.loop)
@@ -344,7 +350,6 @@ class TerminalConsumer(_JobSocket):
 
     async def _pump(self) -> None:
         pending = None
-        last = 0.0
         try:
             while True:
                 item = pending or await self.out_q.get()
@@ -365,10 +370,10 @@ class TerminalConsumer(_JobSocket):
                     async with self.send_lock:
                         await self.send(bytes_data=bytes(buf))
                     self.sent_bytes += len(buf)
-                    wait = self.frame_interval - (time.monotonic() - last)
-                    if wait > 0:
-                        await asyncio.sleep(wait)
-                    last = time.monotonic()
+                    if pending is None and not self.out_q.empty():
+                        # a flood: let output coalesce into the next frame (at most one frame per
+                        # frame_interval); interactive echo (queue empty) is never delayed
+                        await asyncio.sleep(self.frame_interval)
                 elif kind == "eof":
                     code = await asyncio.to_thread(self._exit_code)
                     reason = f"terminal exited with code {code}" if code is not None else "terminal session ended"
@@ -427,8 +432,8 @@ class TerminalConsumer(_JobSocket):
             self.last_input = time.monotonic()
             try:
                 await self.loop.run_in_executor(self.io, self.stream.write, bytes_data)
-            except RuntimeError_ as exc:
-                await self._finish(access.CLOSE_ERROR, str(exc))
+            except (RuntimeError_, OSError) as exc:
+                await self._finish(access.CLOSE_ERROR, f"terminal connection lost: {exc}")
             return
         if text_data is None or len(text_data) > MAX_TEXT_FRAME:
             return

@@ -163,6 +163,7 @@ class LogBatch:
     cursor: LogCursor
     reset: bool = False
     more: bool = False
+    rendered: list[dict] | None = None  # payload() computed off the event loop
 
     def payload(self) -> list[dict]:
         """Lines as sent to the page: ``n`` line number, ``t`` text, ``h`` safe HTML (ANSI only),

@@ -1,0 +1,192 @@
+"""Bench of issue 6 acceptance 4: Logs time-to-first-line and WebTerminal keystroke echo.
+
+Starts the demo console (``terminal.demo``: daphne + the real ASGI app, a DirRuntime whose Pods are
+log files and PTY shells) on loopback, logs in over HTTP like a browser, then measures:
+
+- logs: time from "subscribe" to the first ``lines`` frame carrying the last 1000 lines of a Pod,
+  over an open websocket (warm) and including the websocket handshake + authorisation (cold),
+  against reading the same 1000 lines straight from the runtime (``Runtime.read_log``);
+  targets: ratio <= 1.5 (warm), time-to-first-line <= 2 s (peers 4.4);
+- terminal: keystroke echo round trip over the websocket (browser -> daphne -> consumer -> PTY ->
+  back) against the same round trip on a PTY directly; target p95 <= 50 ms on loopback.
+
+Prints a table and writes ``test-artifacts/bench-logs-terminal.json``. Run: ``.venv/bin/python bench/logs_terminal.py``.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import websocket  # noqa: E402  (websocket-client)
+
+from terminal.demo import NS, PASSWORD  # noqa: E402
+from terminal.testing import DemoConsole, DirPod, DirRuntime, PtyExec  # noqa: E402
+
+POD = "demo-actor-1"
+ROUNDS = 30
+KEYS = 200
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+def login(base: str) -> str:
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    page = opener.open(base + "/login/").read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    data = urllib.parse.urlencode({"username": "alice", "password": PASSWORD, "csrfmiddlewaretoken": token})
+    opener.open(urllib.request.Request(base + "/login/", data=data.encode(), headers={"Referer": base + "/login/"}))
+    return next(c.value for c in jar if c.name == "sessionid")
+
+
+def connect(base: str, path: str, session: str) -> websocket.WebSocket:
+    url = base.replace("http://", "ws://") + path
+    return websocket.create_connection(url, cookie=f"sessionid={session}", origin=base, timeout=10)
+
+
+def recv_json(ws) -> dict:
+    while True:
+        opcode, data = ws.recv_data()
+        if opcode == websocket.ABNF.OPCODE_TEXT:
+            return json.loads(data)
+
+
+def first_lines(ws) -> int:
+    while True:
+        msg = recv_json(ws)
+        if msg["type"] == "lines":
+            return len(msg["lines"])
+
+
+def bench_logs(console: DemoConsole, session: str) -> dict:
+    runtime = DirRuntime(console.runtime_root)
+    runtime.pods[(NS, POD)] = DirPod(NS, POD, "demo", "demo-actor", 1, {}, "bench")
+    direct = []
+    for _ in range(ROUNDS):
+        t0 = time.perf_counter()
+        text = runtime.read_log(NS, POD, tail_lines=1000)
+        direct.append(time.perf_counter() - t0)
+    assert text.count("\n") == 1000
+    sub = json.dumps({"type": "subscribe", "pods": [POD]})
+    warm, cold = [], []
+    ws = connect(console.url, "/ws/terminal/jobs/demo/logs/", session)
+    recv_json(ws)  # targets
+    for _ in range(ROUNDS):
+        t0 = time.perf_counter()
+        ws.send(sub)
+        n = first_lines(ws)
+        warm.append(time.perf_counter() - t0)
+        assert n == 1000, n
+    ws.close()
+    for _ in range(ROUNDS // 3):
+        t0 = time.perf_counter()
+        ws = connect(console.url, "/ws/terminal/jobs/demo/logs/", session)
+        recv_json(ws)
+        ws.send(sub)
+        first_lines(ws)
+        cold.append(time.perf_counter() - t0)
+        ws.close()
+    d, w, c = statistics.median(direct), statistics.median(warm), statistics.median(cold)
+    return {
+        "lines": 1000,
+        "direct_read_log_ms": round(d * 1000, 3),
+        "websocket_warm_ms": round(w * 1000, 3),
+        "websocket_cold_ms": round(c * 1000, 3),
+        "ratio_warm": round(w / d, 2),
+        "ratio_cold": round(c / d, 2),
+    }
+
+
+def echo_times(write, read_until, keys: int) -> list[float]:
+    times = []
+    for i in range(keys):
+        ch = "abcdefghij"[i % 10]
+        t0 = time.perf_counter()
+        write(ch.encode())
+        read_until(ch.encode())
+        times.append(time.perf_counter() - t0)
+        if i % 50 == 49:
+            write(b"\x15")  # Ctrl-U: clear the line
+            read_until(b"")
+    return times
+
+
+def bench_echo(console: DemoConsole, session: str) -> dict:
+    ws = connect(console.url, "/ws/terminal/jobs/demo/pods/demo-actor-0/", session)
+    ws.send(json.dumps({"type": "resize", "rows": 40, "cols": 200}))
+    buf = bytearray()
+
+    def ws_read_until(needle: bytes) -> None:
+        while needle not in buf:
+            opcode, data = ws.recv_data()
+            if opcode == websocket.ABNF.OPCODE_BINARY:
+                buf.extend(data)
+        buf.clear()
+
+    ws_read_until(b"$ ")
+    over_ws = echo_times(lambda b: ws.send_binary(b), ws_read_until, KEYS)
+    ws.send_binary(b"\rexit\r")
+    ws.close()
+
+    pty = PtyExec(["bash", "--noprofile", "--norc", "-i"], "/tmp", {"PATH": "/usr/bin:/bin", "PS1": "$ "}, 40, 200)
+    pbuf = bytearray()
+
+    def pty_read_until(needle: bytes) -> None:
+        while needle not in pbuf:
+            data = pty.read(1.0)
+            if data:
+                pbuf.extend(data)
+        pbuf.clear()
+
+    pty_read_until(b"$ ")
+    direct = echo_times(pty.write, pty_read_until, KEYS)
+    pty.close()
+    return {
+        "keys": KEYS,
+        "websocket_p50_ms": round(pct(over_ws, 50) * 1000, 3),
+        "websocket_p95_ms": round(pct(over_ws, 95) * 1000, 3),
+        "direct_pty_p50_ms": round(pct(direct, 50) * 1000, 3),
+        "direct_pty_p95_ms": round(pct(direct, 95) * 1000, 3),
+    }
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="rlark-bench-") as tmp:
+        console = DemoConsole(Path(tmp), interval=3600, lines=1000).start()
+        try:
+            session = login(console.url)
+            logs = bench_logs(console, session)
+            echo = bench_echo(console, session)
+        finally:
+            console.stop()
+    result = {"logs": logs, "terminal": echo}
+    print("Logs time-to-first-line, 1000 lines (median)")
+    print(f"  straight from the runtime (read_log)   {logs['direct_read_log_ms']:9.3f} ms")
+    print(f"  websocket, open socket (subscribe)     {logs['websocket_warm_ms']:9.3f} ms  ratio {logs['ratio_warm']}")
+    print(f"  websocket incl. handshake + auth       {logs['websocket_cold_ms']:9.3f} ms  ratio {logs['ratio_cold']}")
+    print(f"Terminal keystroke echo ({echo['keys']} keys)")
+    print(f"  websocket   p50 {echo['websocket_p50_ms']:8.3f} ms   p95 {echo['websocket_p95_ms']:8.3f} ms")
+    print(f"  direct PTY  p50 {echo['direct_pty_p50_ms']:8.3f} ms   p95 {echo['direct_pty_p95_ms']:8.3f} ms")
+    out = ROOT / "test-artifacts"
+    out.mkdir(exist_ok=True)
+    (out / "bench-logs-terminal.json").write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
