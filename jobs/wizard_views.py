@@ -90,6 +90,7 @@ class UIInventory:
             "total": len(hits),
             "per_cluster": sorted(per.items()),
             "nodes": [f"{n.cluster.name}/{n.name}" for n in hits],
+            "unschedulable": [f"{n.cluster.name}/{n.name}" for n in hits if not n.online or n.unschedulable],
             "multivalue": any("," in v for v in selector.values()),
         }
 
@@ -161,6 +162,21 @@ def _preview_yaml(document: dict) -> str:
 # --------------------------------------------------------------------------- the wizard page
 
 
+def _number(text: str) -> float:
+    try:
+        return float(str(text).strip() or 0)
+    except ValueError:
+        return 0.0
+
+
+def _summary(role: wz.RoleState, head: bool) -> dict[str, Any]:
+    """Upstream 7.2 summary: ``{n} workers configured, {n x per-worker GPU/devices} resources requested``."""
+    workers = 1 if head else int(_number(role.replicas))
+    per_worker = _number(role.gpu) + sum(_number(d.quantity) for d in role.devices if d.key.strip())
+    total = workers * per_worker
+    return {"workers": workers, "resources": int(total) if float(total).is_integer() else total}
+
+
 class Mode:
     CREATE = "create"
     EDIT = "edit"
@@ -186,6 +202,7 @@ def _page_context(request, state, *, mode, job=None, errors=None, warnings=None,
                 "device_keys": inv.device_keys(role.cluster),
                 "storage_classes": _storage_classes(role.cluster) if role.cluster else [],
                 "errors": [e for e in (errors or []) if wz.task_index(e["path"]) == i],
+                "summary": _summary(role, i == state.header_index),
                 "base_json": json.dumps(role.base, ensure_ascii=False) if role.base else "",
             }
         )
