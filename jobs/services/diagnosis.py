@@ -181,8 +181,8 @@ STAGE_TEXT: dict[str, tuple[str, str, str, str]] = {
         " the Worker.",
     ),
     "head_ip": (
-        "Worker 解析和连接 Head",
-        "Worker resolving and connecting to the head",
+        "Head 地址已解析",
+        "Head address resolved",
         "重复等待表示 Worker 尚未同时完成 Head 名称解析和端口连通。检查 Head Pod、Head Service、Agent 和所需网络域，"
         "不要只重启 Worker。",
         "Repeated waiting means the Worker has not yet both resolved the head's name and reached its port."
