@@ -56,6 +56,7 @@ def base_env(pod_name: str, home: str) -> dict[str, str]:
         "PYTHONPATH": LOCAL_HELPERS,
         "PYTHONUNBUFFERED": "1",
         "RLARK_LOCAL_RUNTIME": "1",
+        "RLARK_LOCAL_PYTHON": sys.executable,
         "RLARK_LOCAL_NODE_IP": "127.0.0.1",
         "RAY_USAGE_STATS_ENABLED": "0",
         # ray_check.py polls every 2 s instead of upstream's 10 s (the user's env can override it)

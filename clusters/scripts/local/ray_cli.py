@@ -1,5 +1,4 @@
-#!/usr/bin/env python3
-"""RLark local-runtime ``ray`` CLI shim (first on PATH for local Workers): keeps Ray on
+"""RLark local-runtime ``ray`` CLI (run by the ``ray`` shim, first on PATH for local Workers): keeps Ray on
 loopback (see rlark_ray_local) and adds the node's own ports before calling Ray's CLI main."""
 
 import os
