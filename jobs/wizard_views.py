@@ -183,8 +183,8 @@ class Mode:
     RESTART = "restart"
 
 
-def _page_context(request, state, *, mode, job=None, errors=None, warnings=None, notice="", preview=""):
-    inv = UIInventory()
+def _page_context(request, state, *, mode, job=None, inv=None, errors=None, warnings=None, notice="", preview=""):
+    inv = inv or UIInventory()
     lang = _lang()
     domains, default_domain = _domains()
     ssh_keys = _ssh_keys(request.user, job.owner if job is not None else None)
@@ -300,9 +300,8 @@ def _replicas_from_match(state: wz.WizardState, i: int, inv: UIInventory) -> Non
     role.replicas = "1" if i == state.header_index else str(info["total"])
 
 
-def _apply_action(request, state: wz.WizardState, action: str, mode: str, job) -> dict[str, Any]:
+def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, inv: UIInventory) -> dict[str, Any]:
     """Apply one wizard action to ``state``; returns extra context (errors, preview, notice) or a response."""
-    inv = UIInventory()
     lang = "en" if _lang() == "en" else "zh-hans"
     name, args = _split(action)
     idx = _int(args[0]) if args else -1
@@ -442,7 +441,7 @@ def _wizard(request: HttpRequest, *, mode: str, job=None) -> HttpResponse:
             state = wz.initial_state(inv.cluster_names)
         if mode == Mode.CREATE and job is None and not request.GET.get("clone"):
             _preselect_common(state)
-        return _render(request, _page_context(request, state, mode=mode, job=job, notice=notice))
+        return _render(request, _page_context(request, state, mode=mode, job=job, inv=inv, notice=notice))
     state = wz.from_post(request.POST)
     if job is not None:
         state.name = job.name  # the name of an existing job cannot change
@@ -451,7 +450,7 @@ def _wizard(request: HttpRequest, *, mode: str, job=None) -> HttpResponse:
     if action == "import_rlinf":
         extra = _import_rlinf(request, state, inv)
     elif action:
-        extra = _apply_action(request, state, action, mode, job)
+        extra = _apply_action(request, state, action, mode, job, inv)
     if "response" in extra:
         return extra["response"]
     if state.step == 4 and "preview" not in extra and not extra.get("errors"):
@@ -459,7 +458,7 @@ def _wizard(request: HttpRequest, *, mode: str, job=None) -> HttpResponse:
         lang = "en" if _lang() == "en" else "zh-hans"
         extra["preview"] = _preview_yaml(document)
         extra["warnings"] = _problem_rows(result.warnings, lang)
-    return _render(request, _page_context(request, state, mode=mode, job=job, **extra))
+    return _render(request, _page_context(request, state, mode=mode, job=job, inv=inv, **extra))
 
 
 def _preselect_common(state: wz.WizardState) -> None:
@@ -545,7 +544,7 @@ def yaml_job(request: HttpRequest) -> HttpResponse:
         if action == "wizard":
             inv = UIInventory()
             state = wz.from_document(document, infer_cluster=inv.infer_cluster)
-            return render(request, "jobs/wizard.html", _page_context(request, state, mode=Mode.CREATE))
+            return render(request, "jobs/wizard.html", _page_context(request, state, mode=Mode.CREATE, inv=inv))
         if action == "submit":
             try:
                 saved = submission.create_job(request.user, text)
