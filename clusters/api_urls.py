@@ -9,10 +9,10 @@ urlpatterns = [
     path("clusters/<str:name>/", views.ClusterDetailView.as_view(), name="api-cluster"),
     path("clusters/<str:name>/sync/", views.ClusterSyncView.as_view(), name="api-cluster-sync"),
     path("nodes/", views.NodeListView.as_view(), name="api-nodes"),
-    path("nodes/<str:cluster>/<str:name>/cordon/", views.NodeCordonView.as_view(cordon=True), name="api-node-cordon"),
+    path("nodes/<str:cluster>/<str:name>/cordon/", views.NodeCordonView.as_view(), name="api-node-cordon"),
     path(
         "nodes/<str:cluster>/<str:name>/uncordon/",
-        views.NodeCordonView.as_view(cordon=False),
+        views.NodeUncordonView.as_view(),
         name="api-node-uncordon",
     ),
 ]

@@ -13,11 +13,21 @@
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from clusters.api.serializers import (
+    ClusterDetailSerializer,
+    ClusterRegisterSerializer,
+    ClusterSerializer,
+    ErrorSerializer,
+    NodeMatchSerializer,
+    NodeSerializer,
+    SyncResultSerializer,
+)
 from clusters.models import Cluster, Node
 from clusters.runtime.base import RuntimeError_
 from clusters.services import node_sync
@@ -42,9 +52,15 @@ def _clusters_with_nodes():
 class ClusterListView(APIView):
     permission_classes = [AdminForWrites]
 
+    @extend_schema(operation_id="clusters_list", responses={200: ClusterSerializer(many=True)})
     def get(self, request):
         return Response([cluster_summary(c, list(c.nodes.all())) for c in _clusters_with_nodes()])
 
+    @extend_schema(
+        operation_id="clusters_create",
+        request=ClusterRegisterSerializer,
+        responses={201: ClusterSerializer, 400: ErrorSerializer},
+    )
     def post(self, request):
         data = request.data
         if hasattr(data, "dict"):
@@ -67,6 +83,7 @@ class ClusterListView(APIView):
 class ClusterDetailView(APIView):
     permission_classes = [AdminForWrites]
 
+    @extend_schema(operation_id="clusters_retrieve", responses={200: ClusterDetailSerializer})
     def get(self, request, name):
         cluster = get_object_or_404(_clusters_with_nodes(), name=name)
         nodes = list(cluster.nodes.all())
@@ -76,6 +93,7 @@ class ClusterDetailView(APIView):
 class ClusterSyncView(APIView):
     permission_classes = [IsAdminUser]
 
+    @extend_schema(operation_id="clusters_sync", request=None, responses={200: SyncResultSerializer})
     def post(self, request, name):
         cluster = get_object_or_404(Cluster, name=name)
         result = node_sync.sync_cluster_nodes(cluster)
@@ -86,6 +104,17 @@ class ClusterSyncView(APIView):
 class NodeListView(APIView):
     permission_classes = [IsAuthenticated]
 
+    @extend_schema(
+        operation_id="nodes_list",
+        parameters=[
+            OpenApiParameter("selector", str, description="k=v,k2=v2 (keys ANDed, comma values = any of)"),
+            OpenApiParameter("cluster", str),
+            OpenApiParameter("category", str, enum=["cloud", "edge", "robot", "unknown"]),
+            OpenApiParameter("gpu_model", str),
+            OpenApiParameter("label", str, description="key or key=value"),
+        ],
+        responses={200: NodeMatchSerializer, 400: ErrorSerializer},
+    )
     def get(self, request):
         q = request.query_params
         qs = Node.objects.select_related("cluster").order_by("cluster__name", "name")
@@ -123,6 +152,7 @@ class NodeCordonView(APIView):
     permission_classes = [IsAdminUser]
     cordon = True
 
+    @extend_schema(operation_id="nodes_cordon", request=None, responses={200: NodeSerializer, 502: ErrorSerializer})
     def post(self, request, cluster, name):
         node = get_object_or_404(Node.objects.select_related("cluster"), cluster__name=cluster, name=name)
         try:
@@ -130,3 +160,11 @@ class NodeCordonView(APIView):
         except RuntimeError_ as exc:
             return Response({"code": exc.reason, "detail": str(exc)}, status=status.HTTP_502_BAD_GATEWAY)
         return Response(node_summary(node))
+
+
+class NodeUncordonView(NodeCordonView):
+    cordon = False
+
+    @extend_schema(operation_id="nodes_uncordon", request=None, responses={200: NodeSerializer, 502: ErrorSerializer})
+    def post(self, request, cluster, name):
+        return super().post(request, cluster, name)
