@@ -276,7 +276,7 @@ class LocalExecStream:
     Implements :class:`clusters.runtime.base.ExecStream`."""
 
     def __init__(self, ns_pid: int, env: dict[str, str], workdir: str, command: list[str] | None = None) -> None:
-        self.exit_code: int | None = None
+        self._exit_code: int | None = None
         master, slave = os.openpty()
         self._fd = master
         nsenter = shutil.which("nsenter") or "/usr/bin/nsenter"
@@ -317,10 +317,17 @@ class LocalExecStream:
             self._poll()
         return data
 
+    @property
+    def exit_code(self) -> int | None:
+        """The process's exit code once it has exited (polled on access), else None."""
+        self._poll()
+        return self._exit_code
+
     def _poll(self) -> None:
-        code = self._proc.poll()
-        if code is not None:
-            self.exit_code = code
+        if self._exit_code is None:
+            code = self._proc.poll()
+            if code is not None:
+                self._exit_code = code
 
     def resize(self, rows: int, cols: int) -> None:
         if self._fd >= 0:

@@ -576,6 +576,8 @@ class Supervisor:
                 source = source / vm["subPath"]
                 source.mkdir(parents=True, exist_ok=True)
             mounts.append(launcher.Mount(kind, str(source), target, read_only, options))
+        # parents before children (as the kubelet does), so /a/b is not hidden by a later mount at /a
+        mounts.sort(key=lambda m: len(Path(m.target).parts))
         return mounts, shm
 
     def _env(self, t: dict[str, Any], pod: dict[str, Any], main: dict[str, Any], home: Path) -> dict[str, str]:
