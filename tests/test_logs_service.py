@@ -188,3 +188,21 @@ def test_download_of_gone_pod_and_missing_previous(client, runtime, job, alice):
     resp = client.get("/terminal/jobs/demo/logs/download/?pod=demo-actor-1")
     assert resp.status_code == 404 and "no longer exists" in resp.content.decode()
     assert client.get("/terminal/jobs/demo/logs/download/?pod=other-pod").status_code == 404
+
+
+def test_logs_panel_tag_embeds_the_tab_in_another_page(rf, runtime, job, alice):
+    """What the job detail page uses: ``{% load terminal_tags %}{% logs_panel job %}``."""
+    import json as _json
+    from html import unescape
+
+    from django.template import RequestContext, Template
+
+    request = rf.get("/jobs/demo/?tab=logs")
+    request.user = alice
+    html = Template("{% load terminal_tags %}{% logs_panel job %}").render(RequestContext(request, {"job": job}))
+    assert 'data-testid="logs-panel"' in html and "js/logs.js" in html
+    config = _json.loads(unescape(re.search(r'data-config="([^"]+)"', html).group(1)))
+    assert config["ws"] == "/ws/terminal/jobs/demo/logs/" and config["tail"] == 1000 and config["interval"] == 5.0
+    assert config["download"] == "/terminal/jobs/demo/logs/download/"
+    for pod in ("demo-actor-0", "demo-actor-1", "demo-rollout-0"):
+        assert f'value="{pod}"' in html
