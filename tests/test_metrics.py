@@ -212,3 +212,18 @@ def test_diagnosis_and_runcheck_pages(job, monkeypatch, client, admin_user, bob)
     client.force_login(bob)
     assert client.get(f"/jobs/{job.name}/diagnosis/").status_code == 404
     assert client.get(f"/api/v1/jobs/{job.name}/run-check/").status_code == 404
+
+
+def test_sync_hook_samples_running_jobs_at_most_every_interval(job, monkeypatch):
+    job, _ = job
+    runtime = ReportingRuntime({"job-header-0": {"cpu": 2.0, "memory": 2**30}})
+    use_runtime(monkeypatch, runtime)
+    metrics_service._last_sync_sample.pop(job.pk, None)
+    metrics_service.sample_during_sync(job)
+    metrics_service.sample_during_sync(job)  # within the interval: no second call
+    assert runtime.calls == 1
+    assert MetricSample.objects.filter(job=job).count() == 1
+    job.phase = "Succeeded"
+    metrics_service._last_sync_sample.pop(job.pk, None)
+    metrics_service.sample_during_sync(job)  # finished jobs are not sampled
+    assert runtime.calls == 1

@@ -99,6 +99,29 @@ def sample_job(job, now: datetime | None = None) -> bool:
     return any_available
 
 
+SYNC_SAMPLE_INTERVAL = 10.0  # seconds between two samples of one job taken by the status sync
+_last_sync_sample: dict[int, float] = {}
+
+
+def sample_during_sync(job) -> None:
+    """Called by the status sync after each observation of ``job``: store a CPU/memory sample of its Workers
+    at most every ``SYNC_SAMPLE_INTERVAL`` seconds while it runs. Never raises (metrics must not break the
+    sync); writes nothing when the runtime reports no metrics."""
+    import logging
+    import time
+
+    if job.phase not in ("Pending", "Running") or job.stopped:
+        return
+    now = time.monotonic()
+    if now - _last_sync_sample.get(job.pk, -SYNC_SAMPLE_INTERVAL) < SYNC_SAMPLE_INTERVAL:
+        return
+    _last_sync_sample[job.pk] = now
+    try:
+        sample_job(job)
+    except Exception:  # noqa: BLE001
+        logging.getLogger(__name__).exception("metrics sample of job %s", job.name)
+
+
 def maybe_sample(job, now: datetime | None = None) -> None:
     """Sample on page view when the sync has not stored a sample in the last ``SAMPLE_MIN_INTERVAL`` seconds and
     the job has live Workers."""

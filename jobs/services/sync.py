@@ -45,7 +45,7 @@ from django.utils import timezone
 from clusters.models import Cluster
 from clusters.runtime.base import PodInfo, RuntimeError_
 from jobs.models import Job, Phase, Pod, Task
-from jobs.services import controller
+from jobs.services import controller, metrics
 from jobs.services.status import DEFAULT_TAIL, get_condition, log_archive_path, set_condition
 
 logger = logging.getLogger(__name__)
@@ -223,6 +223,7 @@ def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool) -> dict[str
     for job in jobs:
         try:
             observe_job(job, observed.get(job.pk, {}), down)
+            metrics.sample_during_sync(job)  # CPU/memory samples for the Metrics tab (H8, throttled)
         except Exception:  # noqa: BLE001
             logger.exception("status aggregation of job %s", job.name)
     return {"clusters": report, "jobs": len(jobs)}
