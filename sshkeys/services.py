@@ -297,6 +297,26 @@ def selected_keys(user, key_ids) -> list[SSHPublicKey]:
     return keys
 
 
+def jobs_using_keys(user, keys) -> dict[int, list[str]]:
+    """``{key id: [job names]}``: the jobs ``user`` may see whose ``spec.sshPublicKeys`` carries each key (the
+    rotation step "update your jobs to use the new key", seed 04). Jobs in every phase are listed."""
+    from accounts.policy import visible_jobs
+
+    by_line = {k.key: k.pk for k in keys}
+    out: dict[int, list[str]] = {k.pk: [] for k in keys}
+    if not by_line:
+        return out
+    for name, spec in visible_jobs(user).values_list("name", "spec"):
+        lines = (spec or {}).get("sshPublicKeys") or []
+        if isinstance(lines, str):
+            lines = [lines]
+        for line in lines:
+            normalized = " ".join(str(line).split()[:2])
+            if normalized in by_line and name not in out[by_line[normalized]]:
+                out[by_line[normalized]].append(name)
+    return out
+
+
 def authorized_keys_text(keys) -> str:
     """``authorized_keys`` content for Workers: one normalised ``<type> <base64> <name>`` line per key.
 

@@ -29,8 +29,12 @@ def key_list(request):
         else:
             messages.success(request, _("Key “%(name)s” added: %(fp)s") % {"name": key.name, "fp": key.fingerprint})
             return redirect("sshkeys:list")
+    keys = list(services.visible_keys(request.user))
+    used_by = services.jobs_using_keys(request.user, keys)
+    for key in keys:
+        key.used_by = used_by.get(key.pk, [])
     context = {
-        "keys": services.visible_keys(request.user),
+        "keys": keys,
         "form": form,
         "error": error,
         "show_owner": request.user.is_staff,

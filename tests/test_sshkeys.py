@@ -277,3 +277,16 @@ def test_selected_keys_never_other_users(alice, bob, ed_pub):
         services.selected_keys(bob, [key.pk])
     text = services.authorized_keys_text([key])
     assert text == f"{key.key} a\n"
+
+
+@pytest.mark.django_db
+def test_page_shows_jobs_using_each_key(client, alice, bob, ed_pub):
+    from jobs.models import Job
+
+    key = services.add_key(alice, "laptop", ed_pub)
+    Job.objects.create(name="uses-key", owner=alice, spec={"sshPublicKeys": [ed_pub.strip()]})
+    Job.objects.create(name="bobs-job", owner=bob, spec={"sshPublicKeys": [ed_pub.strip()]})
+    assert services.jobs_using_keys(alice, [key]) == {key.pk: ["uses-key"]}
+    client.force_login(alice)
+    html = client.get("/ssh-keys/").content.decode()
+    assert 'href="/jobs/uses-key/"' in html and "bobs-job" not in html
