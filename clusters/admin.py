@@ -125,14 +125,14 @@ class ClusterAdmin(admin.ModelAdmin):
             kubeconfig_changed=bool(getattr(form, "_new_kubeconfig", None)),
         )
         if obj.runtime == Cluster.Runtime.KUBERNETES:
-            result = node_sync.sync_cluster_nodes(obj)
+            result = node_sync.sync_cluster_nodes(obj, force=True)
             if not result.ok:
                 self.message_user(request, result.error, messages.WARNING)
 
     @admin.action(description=_("Sync nodes now"))
     def sync_nodes(self, request, queryset):
         for cluster in queryset:
-            result = node_sync.sync_cluster_nodes(cluster)
+            result = node_sync.sync_cluster_nodes(cluster, force=True)
             level = messages.SUCCESS if result.ok else messages.ERROR
             text = (
                 _("%(name)s: %(n)d nodes") % {"name": cluster.name, "n": result.nodes}

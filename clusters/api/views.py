@@ -75,7 +75,7 @@ class ClusterListView(APIView):
                 {"code": exc.code, "field": exc.field, "detail": exc.message}, status=status.HTTP_400_BAD_REQUEST
             )
         if cluster.runtime == Cluster.Runtime.KUBERNETES:
-            node_sync.sync_cluster_nodes(cluster)
+            node_sync.sync_cluster_nodes(cluster, force=True)
             cluster.refresh_from_db()
         return Response(cluster_summary(cluster), status=status.HTTP_201_CREATED)
 
@@ -96,7 +96,7 @@ class ClusterSyncView(APIView):
     @extend_schema(operation_id="clusters_sync", request=None, responses={200: SyncResultSerializer})
     def post(self, request, name):
         cluster = get_object_or_404(Cluster, name=name)
-        result = node_sync.sync_cluster_nodes(cluster)
+        result = node_sync.sync_cluster_nodes(cluster, force=True)
         cluster.refresh_from_db()
         return Response({"ok": result.ok, "error": result.error, "cluster": cluster_summary(cluster)})
 

@@ -50,6 +50,10 @@ SYNC_FIELDS = (
     "unschedulable",
 )
 _failures: dict[int, tuple[int, float]] = {}  # cluster pk -> (consecutive failures, next attempt monotonic)
+# Slow failures (timeouts: each attempt costs seconds of the shared sync cycle) back off inside
+# sync_cluster_nodes itself: cluster pk -> (consecutive slow failures, next attempt monotonic, error, reason).
+SLOW_FAILURE_SECONDS = 2.0
+_slow: dict[int, tuple[int, float, str, str]] = {}
 
 
 @dataclasses.dataclass
@@ -64,6 +68,7 @@ class SyncResult:
     deleted: int = 0
     error: str = ""
     reason: str = ""
+    skipped: bool = False  # backing off after slow failures; nothing was asked of the cluster
 
 
 def get_runtime(cluster: Cluster) -> Any:
@@ -123,21 +128,35 @@ def mark_offline(cluster: Cluster, message: str) -> None:
         Node.objects.filter(cluster=cluster, online=True).update(online=False)
 
 
-def sync_cluster_nodes(cluster: Cluster, runtime: Any = None) -> SyncResult:
-    """Sync one cluster's nodes; never raises (failures are recorded on the cluster and returned)."""
+def sync_cluster_nodes(cluster: Cluster, runtime: Any = None, *, force: bool = False) -> SyncResult:
+    """Sync one cluster's nodes; never raises (failures are recorded on the cluster and returned).
+
+    A cluster whose last attempts failed *slowly* (>= ``SLOW_FAILURE_SECONDS``, i.e. timeouts) is not asked again
+    for 10 s, 20 s, ... up to 60 s (``force`` ignores that): it stays offline with the same reason and the other
+    clusters' sync does not pay its timeout every cycle (peers M1). Fast failures (refused, HTTP errors) are
+    retried every time, so recovery shows at the next sync."""
+    state = _slow.get(cluster.pk)
+    if state and not force and time.monotonic() < state[1]:
+        return SyncResult(cluster.name, ok=False, error=state[2], reason=state[3], skipped=True)
+    started = time.monotonic()
     try:
         runtime = runtime or get_runtime(cluster)
         infos = runtime.list_nodes()
-    except RuntimeError_ as exc:
-        message = str(exc)
-        logger.warning("cluster %s offline: %s", cluster.name, message)
-        mark_offline(cluster, message)
-        return SyncResult(cluster.name, ok=False, error=message, reason=exc.reason)
     except Exception as exc:  # never let one cluster break the loop
-        message = f"node sync failed: {type(exc).__name__}"
-        logger.exception("cluster %s node sync failed", cluster.name)
+        if isinstance(exc, RuntimeError_):
+            message, reason = str(exc), exc.reason
+            logger.warning("cluster %s offline: %s", cluster.name, message)
+        else:
+            message, reason = f"node sync failed: {type(exc).__name__}", "internal"
+            logger.exception("cluster %s node sync failed", cluster.name)
         mark_offline(cluster, message)
-        return SyncResult(cluster.name, ok=False, error=message, reason="internal")
+        if time.monotonic() - started >= SLOW_FAILURE_SECONDS and cluster.pk is not None:
+            count = (state[0] if state else 0) + 1
+            _slow[cluster.pk] = (count, time.monotonic() + min(60.0, 10.0 * 2 ** (count - 1)), message, reason)
+        else:
+            _slow.pop(cluster.pk, None)
+        return SyncResult(cluster.name, ok=False, error=message, reason=reason)
+    _slow.pop(cluster.pk, None)
     return apply_node_infos(cluster, infos)
 
 
@@ -196,7 +215,7 @@ def sync_all_clusters(force: bool = False) -> list[SyncResult]:
         failures, next_try = _failures.get(cluster.pk, (0, 0.0))
         if not force and failures and time.monotonic() < next_try:
             continue
-        result = sync_cluster_nodes(cluster)
+        result = sync_cluster_nodes(cluster, force=force)
         if result.ok:
             _failures.pop(cluster.pk, None)
         else:
