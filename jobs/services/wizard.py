@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobs.spec.layout import main_container
 from jobs.spec.naming import pvc_name, to_resource_name, volume_name
 from jobs.spec.selectors import SelectorError, format_selector, parse_selector
 
@@ -446,17 +447,6 @@ def to_document(state: WizardState) -> dict[str, Any]:
 # --------------------------------------------------------------------------- document -> state (7.5)
 
 
-def _container(template: Mapping) -> dict:
-    try:
-        containers = template["kubernetes"]["workload"]["template"]["spec"]["containers"] or []
-    except (KeyError, TypeError):
-        return {}
-    for c in containers:
-        if isinstance(c, dict) and c.get("name") == "main":
-            return c
-    return containers[0] if containers and isinstance(containers[0], dict) else {}
-
-
 def _str(value: Any) -> str:
     return "" if value is None else str(value)
 
@@ -467,7 +457,7 @@ def role_from_template(template: Mapping, pvc_maps: Mapping | None = None) -> Ro
     Role name = the ``RLARK_TASK_ROLE`` display name when its slug equals the template name (so an unchanged
     round trip gives the same YAML), else the template name.
     """
-    container = _container(template)
+    container = main_container(template)
     workload = ((template.get("kubernetes") or {}).get("workload") or {}) if isinstance(template, Mapping) else {}
     pvc_map = dict(workload.get("pvcStorageMap") or {})
     if pvc_maps:
