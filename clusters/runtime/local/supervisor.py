@@ -61,6 +61,7 @@ BACKOFF_MAX = 300.0
 BACKOFF_RESET = 600.0
 TICK = 0.5
 SCRIPTS_VOLUME = "rlark-scripts"
+PORT_LOCK_DIR = Path(os.environ.get("RLARK_LOCAL_PORT_LOCKS", "/tmp/rlark-local-ports"))
 
 
 def now_iso() -> str:
@@ -112,6 +113,7 @@ class Supervisor:
         self.procs: dict[str, subprocess.Popen] = {}  # pod key -> Popen (our children only)
         self.killing: set[str] = set()  # pod keys being terminated
         self.cpu_samples: dict[str, tuple[float, float]] = {}
+        self.port_locks: dict[int, int] = {}  # port block base -> fd holding its lock file
         self.state: dict[str, Any] = {"clusters": {}, "tasks": {}, "pods": {}, "jobs": {}, "ports": []}
         self._dirty = False
         self._load()
@@ -131,6 +133,9 @@ class Supervisor:
             return
         import psutil
 
+        for base in list(self.state["ports"]):
+            if not self._lock_block(base):  # another supervisor took it meanwhile: give it up
+                self.state["ports"].remove(base)
         for key, pod in list(self.state["pods"].items()):
             pid = pod.get("pid")
             if not pid:
@@ -161,19 +166,43 @@ class Supervisor:
         self._dirty = False
 
     # ---- ports -------------------------------------------------------------------------------
+    def _lock_block(self, base: int) -> bool:
+        """Claim a port block across every supervisor on this host (other state roots, tests):
+        an exclusive ``flock`` on ``/tmp/rlark-local-ports/<base>.lock``, held while allocated and
+        released automatically if this process dies."""
+        if base in self.port_locks:
+            return True
+        PORT_LOCK_DIR.mkdir(mode=0o777, parents=True, exist_ok=True)
+        fd = os.open(PORT_LOCK_DIR / f"{base}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self.port_locks[base] = fd
+        return True
+
     def _alloc_block(self) -> int:
         taken = set(self.state["ports"])
         for base in range(PORT_RANGE[0], PORT_RANGE[1] - PORT_BLOCK, PORT_BLOCK):
-            if base in taken:
+            if base in taken or not self._lock_block(base):
                 continue
             if all(_port_free(p) for p in (base, base + 1, base + 2, base + 3, base + 6, base + 7)):
                 self.state["ports"].append(base)
                 return base
+            self._unlock_block(base)
         raise RuntimeError("no free port block for a local Ray node")
+
+    def _unlock_block(self, base: int) -> None:
+        fd = self.port_locks.pop(base, None)
+        if fd is not None:
+            os.close(fd)
 
     def _free_block(self, base: int | None) -> None:
         if base in self.state["ports"]:
             self.state["ports"].remove(base)
+        if base is not None:
+            self._unlock_block(base)
 
     @staticmethod
     def ray_start_args(base: int, head: bool, gpus: float, cpus: float = 0) -> list[str]:
@@ -755,7 +784,11 @@ class Supervisor:
         with self.lock:
             for key in list(self.state["pods"]):
                 self._forget_pod(key)
-            self.state["ports"] = [j["gcs_port"] for j in self.state["jobs"].values()]
+            keep = {j["gcs_port"] for j in self.state["jobs"].values()}
+            for base in list(self.port_locks):
+                if base not in keep:
+                    self._unlock_block(base)
+            self.state["ports"] = sorted(keep)
             self._dirty = True
             self._save()
 
