@@ -190,3 +190,15 @@ def test_logs_api_serves_archived_log_after_stop(client, fake, alice):
     assert fake.pods == {}
     r = client.get(f"/api/v1/jobs/{job.name}/logs/?pod=demo-header-0")
     assert r.status_code == 200 and "Global Step: 1/10" in r.content.decode()
+
+
+def test_confirmation_texts_survive_quotes(client, fake, alice):
+    job = running(fake, submit(alice))
+    client.force_login(alice)
+    client.cookies["django_language"] = "en"
+    html = client.get(f"/jobs/{job.name}/").content.decode()
+    assert 'data-confirm-title="Stop job &quot;demo&quot;?"' in html
+    client.cookies["django_language"] = "zh-hans"
+    html = client.get(f"/jobs/{job.name}/").content.decode()
+    assert 'data-confirm-title="确定停止任务 &quot;demo&quot; 吗？"' in html
+    assert "确认删除任务？" in html and "一键重启" in html and "编辑后重启" in html
