@@ -86,3 +86,51 @@ class APITokenAdmin(admin.ModelAdmin):
             token.revoked = True
             token.save(update_fields=["revoked"])
             audit.record(request.user, "token.revoke", "api_token", token.pk, request=request, prefix=token.prefix)
+
+
+class APITokenInline(admin.TabularInline):
+    model = APIToken
+    fields = ["name", "prefix", "created_at", "last_used_at", "revoked"]
+    readonly_fields = ["name", "prefix", "created_at", "last_used_at"]
+    extra = 0
+    can_delete = False
+    verbose_name_plural = _("API tokens")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+def _ssh_key_inline():
+    from sshkeys.models import SSHPublicKey
+
+    class SSHKeyInline(admin.TabularInline):
+        model = SSHPublicKey
+        fields = ["name", "key_type", "bits", "fingerprint", "created_at"]
+        readonly_fields = fields
+        extra = 0
+        verbose_name_plural = _("SSH public keys")
+
+        def has_add_permission(self, request, obj=None):
+            return False
+
+    return SSHKeyInline
+
+
+def _register_user_admin() -> None:
+    """Users in the back office: Django's UserAdmin plus each user's API tokens (revocable) and SSH keys."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.admin import UserAdmin
+
+    user_model = get_user_model()
+    base = type(admin.site._registry.get(user_model)) if user_model in admin.site._registry else UserAdmin
+
+    class ConsoleUserAdmin(base):
+        inlines = [*getattr(base, "inlines", []), APITokenInline, _ssh_key_inline()]
+        list_display = ["username", "email", "is_staff", "is_active", "last_login", "date_joined"]
+
+    if user_model in admin.site._registry:
+        admin.site.unregister(user_model)
+    admin.site.register(user_model, ConsoleUserAdmin)
+
+
+_register_user_admin()

@@ -89,3 +89,18 @@ def test_admin_login_goes_through_the_rate_limited_audited_login(client, admin_u
     client.logout()
     resp = client.get("/admin/login/?next=https://evil.example/")
     assert "evil.example" not in resp["Location"]
+
+
+def test_user_admin_shows_tokens_and_keys_and_revokes(client, admin_user, alice):
+    from accounts.authentication import issue_token
+    from accounts.models import APIToken
+
+    token, _key = issue_token(alice, "laptop-ci")
+    client.force_login(admin_user)
+    page = client.get(f"/admin/auth/user/{alice.pk}/change/").content.decode()
+    assert "laptop-ci" in page and token.prefix in page
+    assert client.get("/admin/auth/user/").status_code == 200
+    resp = client.post("/admin/accounts/apitoken/", {"action": "revoke", "_selected_action": [token.pk]}, follow=True)
+    assert resp.status_code == 200
+    assert APIToken.objects.get(pk=token.pk).revoked
+    assert AuditEvent.objects.filter(action="token.revoke", object_id=str(token.pk)).exists()
