@@ -69,3 +69,22 @@ def local_start_args(argv: list[str]) -> list[str]:
         out.append(arg)
         given.add(name)
     return out
+
+
+RAY_PROCESS_NAMES = ("raylet", "gcs_server", "ray::", "plasma_store", "dashboard", "log_monitor", "monitor.py")
+
+
+def ray_processes() -> list[int]:
+    """PIDs of Ray processes visible in /proc (in a local Worker: its own PID namespace only)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(name in cmd for name in RAY_PROCESS_NAMES) or "ray/_private/workers" in cmd:
+            found.append(int(entry))
+    return found
