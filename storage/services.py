@@ -301,6 +301,8 @@ def save_registry(data: dict, existing: ImageRegistry | None = None, actor=None,
     name = str(data.get("name") or (existing.name if existing else "")).strip()
     if not re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", name) or len(name) > 63:
         errors["name"] = _("Use lowercase letters, numbers or hyphens; do not start or end with a hyphen.")
+    elif existing is None and name == "check":  # /api/v1/image-registries/check/ is the wizard's lookup
+        errors["name"] = _("This name is reserved.")
     elif existing is None and ImageRegistry.objects.filter(name=name).exists():
         errors["name"] = _("An image registry with this name already exists.")
     elif existing is not None and name != existing.name:

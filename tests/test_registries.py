@@ -76,3 +76,9 @@ def test_api_admin_only_and_password_never_returned(client, alice, admin_user):
     assert (reg.username, reg.password) == ("bot2", PASSWORD)
     assert client.get("/api/v1/image-registries/nope/").status_code == 404
     assert client.delete("/api/v1/image-registries/corp/").status_code == 204
+
+
+def test_reserved_name():
+    with pytest.raises(services.StorageError) as err:
+        services.save_registry({"name": "check", "registry": "r.example.com"})
+    assert "name" in err.value.errors
