@@ -34,7 +34,8 @@ def error_response(exc: services.SSHKeyError) -> Response:
 
 
 class SSHKeyListView(APIView):
-    """GET: the caller's keys (staff: all; ``?user=<name>`` filters). POST ``{name, key}`` -> 201."""
+    """GET: the caller's keys (staff: all; ``?user=<name>`` filters). POST ``{name, key}`` -> 201
+    (``public_key`` is accepted for ``key``, as upstream names it)."""
 
     serializer_class = SSHKeySerializer
 
@@ -46,7 +47,10 @@ class SSHKeyListView(APIView):
         return Response(SSHKeySerializer(qs, many=True).data)
 
     def post(self, request):
-        ser = SSHKeyCreateSerializer(data=request.data)
+        data = dict(request.data.items()) if hasattr(request.data, "items") else {}
+        if "key" not in data and "public_key" in data:  # upstream field name (ssh-user-keys API)
+            data["key"] = data["public_key"]
+        ser = SSHKeyCreateSerializer(data=data)
         if not ser.is_valid():
             return Response({"code": "invalid", "detail": ser.errors}, status=status.HTTP_400_BAD_REQUEST)
         try:

@@ -290,3 +290,10 @@ def test_page_shows_jobs_using_each_key(client, alice, bob, ed_pub):
     client.force_login(alice)
     html = client.get("/ssh-keys/").content.decode()
     assert 'href="/jobs/uses-key/"' in html and "bobs-job" not in html
+
+
+@pytest.mark.django_db
+def test_api_accepts_upstream_public_key_field(client, alice, ed_pub):
+    client.force_login(alice)
+    resp = client.post("/api/v1/ssh-keys/", {"public_key": ed_pub, "notes": "x"}, content_type="application/json")
+    assert resp.status_code == 201 and resp.json()["name"].endswith("@test")
