@@ -45,7 +45,23 @@ def decrypt(stored: str) -> str:
 
 
 class EncryptedTextField(models.TextField):
-    """A TextField whose value is encrypted in the database and plain in Python."""
+    """A TextField whose value is encrypted in the database and plain in Python.
+
+    Serialization (``dumpdata``) writes the ciphertext; deserialization (``loaddata``)
+    turns it back into plaintext through ``to_python`` so it is encrypted exactly once.
+    """
+
+    def to_python(self, value):  # noqa: D102
+        value = super().to_python(value)
+        if isinstance(value, str) and value.startswith(PREFIX):
+            try:
+                return decrypt(value)
+            except ValueError:
+                return value
+        return value
+
+    def value_to_string(self, obj):  # noqa: D102
+        return encrypt(self.value_from_object(obj) or "")
 
     def from_db_value(self, value, expression, connection):  # noqa: D102
         if value is None:
