@@ -289,3 +289,51 @@ def _ok(api: Api) -> bool:
         return api.call("GET", f"/jobs/{JOB}/", timeout=5)[0] == 200
     except OSError:
         return False
+
+
+def single_header_job(name: str, run_script: str) -> dict:
+    document = yaml.safe_load((ROOT / "examples/demo/job.yaml").read_text())
+    document["metadata"] = {"name": name}
+    header = document["spec"]["tasks"][0]
+    header["runScript"] = run_script
+    header.pop("tensorBoardDir", None)
+    spec = header["kubernetes"]["workload"]["template"]["spec"]
+    spec.pop("volumes", None)
+    spec["containers"][0].pop("volumeMounts", None)
+    document["spec"]["tasks"] = [header]
+    return document
+
+
+def test_run_script_exit_code_ends_the_job(console_server, api):
+    """Issue 7 on the real runtime: exit 0 -> Succeeded, exit 3 -> Failed naming the header; both then
+    scaled to 0 (no process left) with their logs still readable."""
+    jobs = {
+        "e2e-exit-zero": "echo 'Global Step: 1/1'; exit 0",
+        "e2e-exit-three": "echo 'Traceback (most recent call last):'; echo 'ValueError: boom'; exit 3",
+    }
+    for name, script in jobs.items():
+        code, body = api.call("POST", "/jobs/", single_header_job(name, script))
+        assert code == 201, body
+
+    def phase(name: str) -> dict:
+        return api.call("GET", f"/jobs/{name}/")[1]["status"]
+
+    ok = wait_for(lambda: (s := phase("e2e-exit-zero"))["phase"] in ("Succeeded", "Failed") and s, 120 * LOAD, "end")
+    bad = wait_for(lambda: (s := phase("e2e-exit-three"))["phase"] in ("Succeeded", "Failed") and s, 60 * LOAD, "end")
+    assert ok["phase"] == "Succeeded", ok
+    assert bad["phase"] == "Failed", bad
+    assert "e2e-exit-three-header-0" in bad["message"] and "code 3" in bad["message"]
+    assert "ValueError: boom" in bad["message"]
+    assert any(c["type"] == "Failed" and c["reason"] == "RunScriptFailed" for c in bad["conditions"])
+    # Finished jobs are scaled to 0: no Worker process left ...
+    state_file = Path(console_server.env["RLARK_VAR_DIR"]) / "local" / "state.json"
+    wait_for(
+        lambda: not [p for p in json.loads(state_file.read_text()).get("pods", {}).values() if p.get("job") in jobs],
+        30 * LOAD,
+        "finished jobs scaled to 0",
+    )
+    # ... and their logs stay readable.
+    code, text = api.call("GET", "/jobs/e2e-exit-zero/logs/?pod=e2e-exit-zero-header-0", raw=True)
+    assert code == 200 and "Run script exited with code 0" in text
+    for name in jobs:
+        assert api.call("DELETE", f"/jobs/{name}/")[0] in (200, 204)
