@@ -31,6 +31,7 @@ from jobs.services import controller
 from jobs.services.status import (
     DEFAULT_TAIL,
     format_duration,
+    localized_message,
     read_worker_log,
     runtime_seconds,
     status_sentence,
@@ -83,6 +84,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
                 "percent": 100 if job.phase == Phase.SUCCEEDED else (round(ready * 100 / total) if total else 0),
                 "runtime": format_duration(runtime_seconds(job)),
                 "terminal": job.phase in TERMINAL,
+                "message": localized_message(job.message),
             }
         )
     params = request.GET.copy()
@@ -211,7 +213,11 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
         "terminal": job.phase in TERMINAL,
         "can_change": policy.can_change_job(request.user, job),
         "synced": any(w["pod"] for w in workers),
-        "conditions": [{**c, "since": _parse_time(c.get("lastTransitionTime"))} for c in job.conditions or []],
+        "conditions": [
+            {**c, "since": _parse_time(c.get("lastTransitionTime")), "text": localized_message(c.get("message", ""))}
+            for c in job.conditions or []
+        ],
+        "message": localized_message(job.message),
     }
 
 

@@ -202,3 +202,14 @@ def test_confirmation_texts_survive_quotes(client, fake, alice):
     html = client.get(f"/jobs/{job.name}/").content.decode()
     assert 'data-confirm-title="确定停止任务 &quot;demo&quot; 吗？"' in html
     assert "确认删除任务？" in html and "一键重启" in html and "编辑后重启" in html
+
+
+def test_standard_messages_are_shown_in_the_users_language(client, fake, alice):
+    job = running(fake, submit(alice))
+    assert job.message == "All 3 Workers running"  # stored in English (API)
+    client.force_login(alice)
+    client.cookies["django_language"] = "zh-hans"
+    html = client.get(f"/jobs/{job.name}/").content.decode()
+    assert "全部 3 个 Worker 运行中" in html and "3/3 个 Worker 已就绪" in html
+    client.cookies["django_language"] = "en"
+    assert "All 3 Workers running" in client.get(f"/jobs/{job.name}/").content.decode()

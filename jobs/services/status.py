@@ -7,12 +7,14 @@ Task (one Ray node); before the first sync a Worker row has no Pod details (the 
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from clusters.runtime.base import PodNotFound, RuntimeError_
 from jobs.models import Job, Phase, Pod, Task
@@ -246,3 +248,36 @@ def _task_of_pod(job: Job, pod_name: str) -> Task:
         if prefix == task.name and ordinal.isdigit():
             return task
     raise Pod.DoesNotExist(pod_name)
+
+
+# The sync stores English messages (API, logs); pages show the common ones in the user's language.
+_MESSAGES = (
+    (re.compile(r"^All (?P<n>\d+) Workers running$"), gettext_lazy("All %(n)s Workers running")),
+    (
+        re.compile(r"^Waiting for Workers: (?P<ready>\d+)/(?P<total>\d+) ready(?: \((?P<detail>.*)\))?$", re.S),
+        gettext_lazy("Waiting for Workers: %(ready)s/%(total)s ready"),
+    ),
+    (
+        re.compile(r"^All Workers started; waiting for the Ray cluster to form$"),
+        gettext_lazy("All Workers started; waiting for the Ray cluster to form"),
+    ),
+    (re.compile(r"^Run script exited with code 0$"), gettext_lazy("The run script exited with code 0")),
+    (re.compile(r"^Job stopped$"), gettext_lazy("Job stopped")),
+    (re.compile(r"^Starting Workers$"), gettext_lazy("Starting Workers")),
+    (re.compile(r"^(?P<ready>\d+)/(?P<total>\d+) Workers ready$"), gettext_lazy("%(ready)s/%(total)s Workers ready")),
+    (re.compile(r"^Ray cluster is ready$"), gettext_lazy("Ray cluster is ready")),
+)
+
+
+def localized_message(message: str) -> str:
+    """``message`` in the active language when it is one of the sync's standard sentences; the
+    detail in parentheses (a Pod's reason, from the runtime) is kept as it is."""
+    for pattern, template in _MESSAGES:
+        m = pattern.match(message or "")
+        if m:
+            params = {k: v for k, v in m.groupdict().items() if v is not None}
+            text = str(template) % params
+            if params.get("detail"):
+                text += f" ({params['detail']})"
+            return text
+    return message
