@@ -32,19 +32,22 @@ RAY_MISSING = "Error: Ray CLI is not found. Please ensure Ray is installed."
 class Pod:
     def __init__(self, tmp_path: Path, name: str, script: str, env: dict[str, str]) -> None:
         self.dir = tmp_path / name
-        home = self.dir / "home"
-        home.mkdir(parents=True)
-        self.home = home
-        full = launcher.base_env(name, str(home))
+        self.dir.mkdir(parents=True)
+        self.home = self.dir / "home"
+        full = launcher.base_env(name)  # HOME=/rlark/home, bound to <pod dir>/home
         full.update({"POD_NAME": name, **env})
         self.log_path = self.dir / "main.log"
-        self.proc = launcher.spawn(
-            self.dir, ["bash", f"/rlark/scripts/{script}"], full, [], str(self.dir), self.log_path
-        )
+        self.proc = launcher.spawn(self.dir, ["bash", f"/rlark/scripts/{script}"], full, [])
 
     @property
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def wait_log(self, text: str, timeout: float) -> None:
+        try:
+            wait_for(lambda: text in self.log, timeout, what=repr(text))
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; exit={self.proc.poll()}; log:\n{self.log[-3000:]}") from None
 
     def wait(self, timeout: float = 60) -> int:
         return self.proc.wait(timeout=timeout)
@@ -122,7 +125,7 @@ def test_worker_cannot_reach_head_keeps_waiting(tmp_path):
         {"RLARK_NODE_RANK_START": "1", "RLARK_HEAD_ADDRESS": "127.0.0.1", "RLARK_RAY_PORT": str(port)},
     )
     try:
-        wait_for(lambda: "(attempt 3)" in pod.log, 90, what="three reachability attempts")
+        pod.wait_log("(attempt 3)", 90)
         log = pod.log
         assert (
             markers_in_order(
@@ -168,10 +171,7 @@ def test_head_check_failure_run_script_exit_code_and_idle(tmp_path):
     )
     with LoopbackWatch(lambda: set(launcher.namespace_members(pod.proc.pid))) as watch:
         try:
-            try:
-                wait_for(lambda: "Run script exited with code" in pod.log, 300, what="run script end")
-            except AssertionError as exc:
-                raise AssertionError(f"{exc}; log:\n{pod.log[-3000:]}") from None
+            pod.wait_log("Run script exited with code", 300)
             time.sleep(2)
             assert pod.proc.poll() is None, "the head must idle after the run script"
             log = pod.log
@@ -201,7 +201,7 @@ def test_head_check_failure_run_script_exit_code_and_idle(tmp_path):
             assert "Local node IP" in log and "127.0.0.1" in log
         finally:
             os.killpg(pod.proc.pid, signal.SIGTERM)
-            wait_for(lambda: "Stopping Ray cluster..." in pod.log, 90, what="stop marker")
+            pod.wait_log("Stopping Ray cluster...", 90)
             members = launcher.namespace_members(pod.proc.pid)
             pod.kill()
     assert last_line(pod.log) == "Stopping Ray cluster..." or "Stopping Ray cluster..." in pod.log

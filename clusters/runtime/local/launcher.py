@@ -2,8 +2,8 @@
 
 ``unshare --user --map-root-user --mount --pid --fork --mount-proc --uts`` gives every Worker
 what a container gives it on Kubernetes, without root: mounts seen at their ``mountPath`` (bind
-mounts), ``/rlark/scripts`` with the wrapper scripts, a private ``/tmp/ray`` (Ray's default temp
-dir; short, so Ray's unix-socket paths stay < 107 chars), its own hostname, and a PID namespace in
+mounts), ``/rlark/scripts`` with the wrapper scripts, a private ``/tmp`` holding Ray's default temp
+dir ``/tmp/ray`` (short, so Ray's unix-socket paths stay < 107 chars), its own hostname, a PID namespace in
 which ``ray stop`` only sees this Worker's processes and whose teardown kills every process left.
 The network namespace is the host's: each Ray node gets its own ports (``RLARK_LOCAL_RAY_START_ARGS``)
 and stays on 127.0.0.1 (``clusters/scripts/local``).
@@ -25,6 +25,8 @@ PODINIT = Path(__file__).resolve().parent / "podinit.sh"
 SCRIPTS_MOUNT = "/rlark/scripts"
 EXAMPLES_DIR = SCRIPTS_DIR.parent.parent / "examples"
 EXAMPLES_MOUNT = "/rlark/examples"
+POD_HOME = "/rlark/home"  # HOME of a local Worker (<pod dir>/home)
+POD_WORK = "/rlark/work"  # working directory when the container sets no workingDir (<pod dir>/work)
 LOCAL_HELPERS = f"{SCRIPTS_MOUNT}/local"
 VENV_BIN = str(Path(sys.executable).parent)
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -46,7 +48,7 @@ def default_path() -> str:
     return f"{LOCAL_HELPERS}:{VENV_BIN}:{SYSTEM_PATH}"
 
 
-def base_env(pod_name: str, home: str) -> dict[str, str]:
+def base_env(pod_name: str, home: str = POD_HOME) -> dict[str, str]:
     """The environment every local Worker starts from (before the Pod's own env)."""
     return {
         "PATH": default_path(),
@@ -91,14 +93,17 @@ def write_mounts(path: Path, mounts: list[Mount]) -> None:
 
 
 def standard_mounts(pod_dir: Path) -> list[Mount]:
-    """Mounts every local Worker gets: the wrapper scripts, the project's ``examples/`` (the demo
-    workload, read-only at /rlark/examples) and a private Ray temp dir at /tmp/ray."""
-    ray_tmp = pod_dir / "raytmp"
-    ray_tmp.mkdir(parents=True, exist_ok=True)
+    """Mounts every local Worker gets: the wrapper scripts and the project's ``examples/`` (the demo
+    workload), read-only at /rlark/scripts and /rlark/examples, and its home and working directories at
+    /rlark/home and /rlark/work. (Its private /tmp, where Ray's default temp dir /tmp/ray lives, is set
+    up by podinit.sh from ``RLARK_POD_TMP``.)"""
+    for sub in ("home", "work"):
+        (pod_dir / sub).mkdir(parents=True, exist_ok=True)
     return [
         Mount("bind", str(SCRIPTS_DIR), SCRIPTS_MOUNT, read_only=True),
         Mount("bind", str(EXAMPLES_DIR), EXAMPLES_MOUNT, read_only=True),
-        Mount("bind", str(ray_tmp), "/tmp/ray"),
+        Mount("bind", str(pod_dir / "home"), POD_HOME),
+        Mount("bind", str(pod_dir / "work"), POD_WORK),
     ]
 
 
@@ -107,15 +112,25 @@ def spawn(
     command: list[str],
     env: dict[str, str],
     mounts: list[Mount],
-    workdir: str,
-    log_path: Path,
+    workdir: str = POD_WORK,
+    log_path: Path | None = None,
 ) -> subprocess.Popen:
     """Start the Worker; stdout+stderr go to ``log_path`` (appended). Returns the ``unshare``
-    process, leader of its own process group (``pgid == pid``)."""
+    process, leader of its own process group (``pgid == pid``). ``log_path`` defaults to
+    ``<pod_dir>/main.log``; ``workdir`` is a path inside the Worker."""
+    log_path = log_path or pod_dir / "main.log"
     pod_dir.mkdir(parents=True, exist_ok=True)
     mounts_file = pod_dir / "mounts.tsv"
     write_mounts(mounts_file, [*standard_mounts(pod_dir), *mounts])
-    full_env = {**env, "RLARK_POD_MOUNTS": str(mounts_file), "RLARK_POD_WORKDIR": workdir}
+    pod_tmp = pod_dir / "tmp"
+    pod_tmp.mkdir(exist_ok=True)
+    pod_tmp.chmod(0o1777)
+    full_env = {
+        **env,
+        "RLARK_POD_MOUNTS": str(mounts_file),
+        "RLARK_POD_WORKDIR": workdir,
+        "RLARK_POD_TMP": str(pod_tmp),
+    }
     log = open(log_path, "ab", buffering=0)  # noqa: SIM115 - handed to the child
     try:
         return subprocess.Popen(

@@ -9,7 +9,8 @@ State directory ``<root>`` (``settings.RLARK_LOCAL_ROOT``)::
 
     supervisor.sock, supervisor.lock, supervisor.pid
     state.json                        desired Tasks, Pods (PIDs, restart counts, ports), job GCS ports
-    pods/<cluster>/<pod>/             main.log, main.previous.log, home/, work/, raytmp/, volumes/
+    pods/<cluster>/<pod>/             main.log, main.previous.log, home/ work/ tmp/ (the Worker's
+                                      /rlark/home, /rlark/work, /tmp), volumes/
     storage/<cluster>/<class>/<claim> PVC / object-storage mounts (kept when a job stops)
 
 Semantics follow a StatefulSet with ``restartPolicy: Always`` (upstream-rlark 4.4, 4.8): Pods
@@ -609,8 +610,8 @@ class Supervisor:
         mounts.sort(key=lambda m: len(Path(m.target).parts))
         return mounts, shm
 
-    def _env(self, t: dict[str, Any], pod: dict[str, Any], main: dict[str, Any], home: Path) -> dict[str, str]:
-        env = launcher.base_env(pod["name"], str(home))
+    def _env(self, t: dict[str, Any], pod: dict[str, Any], main: dict[str, Any]) -> dict[str, str]:
+        env = launcher.base_env(pod["name"])
         objects = {(o.get("kind"), (o.get("metadata") or {}).get("name")): o for o in t.get("extra_objects") or []}
         fields = {
             "metadata.name": pod["name"],
@@ -667,13 +668,13 @@ class Supervisor:
             '[ -f "$HOME/.bashrc" ] && . "$HOME/.bashrc"\n'
         )
         mounts, shm = self._mounts(t, pod, spec, main, pdir)
-        env = self._env(t, pod, main, home)
+        env = self._env(t, pod, main)
         base = self._alloc_block()
         gpus = sum(v for k, v in (pod.get("requests") or {}).items() if k.endswith("/gpu"))
         cpus = (pod.get("requests") or {}).get("cpu", 0)
         env["RLARK_LOCAL_RAY_START_ARGS"] = json.dumps(self.ray_start_args(base, t["ray_role"] == "head", gpus, cpus))
         command = [*(main.get("command") or ["bash", "-c", "sleep infinity"]), *(main.get("args") or [])]
-        workdir = main.get("workingDir") or str(work)
+        workdir = main.get("workingDir") or launcher.POD_WORK
         log_path = pdir / "main.log"
         restarting = pod.get("runs", 0) > 0
         if restarting and log_path.exists():
