@@ -5,6 +5,7 @@ metrics, scale to 0 without leftovers, and supervisor restarts (adopt while aliv
 from __future__ import annotations
 
 import signal
+import time
 import uuid
 from pathlib import Path
 
@@ -212,11 +213,20 @@ def test_supervisor_restart_adopts_workers_and_stop_leaves_nothing(tmp_path):
     pod = wait_for(lambda: (p := rt._call("list_pods", job="keep")) and p[0]["pid"] and p[0], 10, what="pid")
     wait_for(lambda: rt.pod_info("keep-header-0")["ns_pid"], 10, what="namespace init")
     members = [pod["pid"], rt.pod_info("keep-header-0")["ns_pid"]]  # unshare and PID 1 of the Worker
-    first.stop(signal.SIGKILL)  # crash: the Worker keeps running
+    second = SupervisorProcess(root).start(wait=False)  # waits for the state directory's lock
+    time.sleep(2)
+    assert second.proc.poll() is None
+    first.stop(signal.SIGKILL)  # crash: the Worker keeps running, the waiting supervisor takes over
     assert all(pid_alive(p) for p in members)
-    second = SupervisorProcess(root).start()
     try:
-        again = rt._call("list_pods", job="keep")[0]
+
+        def listed():
+            try:
+                return rt._call("list_pods", job="keep")[0]
+            except RuntimeError_:
+                return None
+
+        again = wait_for(lambda: (p := listed()) and p["pid"] and p, 30, what="second supervisor answering")
         assert again["pid"] == pod["pid"] and again["uid"] == pod["uid"] and again["phase"] == "Running"
     finally:
         second.stop(signal.SIGTERM)  # a clean stop leaves no Worker process behind

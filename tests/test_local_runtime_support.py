@@ -165,7 +165,7 @@ class SupervisorProcess:
         }
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> SupervisorProcess:
+    def start(self, wait: bool = True) -> SupervisorProcess:
         from clusters.runtime.local.supervisor import socket_path
 
         self.log = open(self.root.parent / f"{self.root.name}-supervisor.log", "ab")  # noqa: SIM115
@@ -191,7 +191,8 @@ class SupervisorProcess:
                 except OSError:
                     return False
 
-        wait_for(ready, 30, what="supervisor socket")
+        if wait:
+            wait_for(ready, 30, what="supervisor socket")
         return self
 
     def runtime(self, nodes: list[dict], cluster: str = "c1"):

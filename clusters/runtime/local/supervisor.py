@@ -853,14 +853,18 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
 
 def serve(root: Path, keep_pods: bool | None = None) -> None:
-    """Run the supervisor until SIGTERM/SIGINT. Exits at once if another supervisor holds the lock."""
+    """Run the supervisor until SIGTERM/SIGINT. If another supervisor holds the state directory's lock,
+    wait for it to exit first."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     lock_file = open(root / "supervisor.lock", "w")  # noqa: SIM115 - held for the process lifetime
     try:
         fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        raise SystemExit(f"another local supervisor is running for {root}") from None
+        # Another supervisor (e.g. left by a killed `runconsole`) owns the Workers: wait and take over
+        # (adopting its Workers) when it exits, instead of exiting and being restarted in a loop.
+        log.info("another local supervisor is running for %s; waiting for it to exit", root)
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
     if keep_pods is None:
         keep_pods = os.environ.get("RLARK_LOCAL_KEEP_PODS") == "1"
     sup = Supervisor(root)
