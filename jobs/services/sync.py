@@ -724,7 +724,11 @@ def _aggregate(job: Job, tasks: list[Task], rows, down: dict[int, str], now: dat
         for key, value in job_fields.items():
             setattr(job, key, value)
         job_fields["updated_at"] = now
-        Job.objects.filter(pk=job.pk).update(**job_fields)
+        # Conditional on the desired state we computed from: a stop/start/restart committed meanwhile
+        # (by the web process) wins, and the next sync starts from it.
+        written = Job.objects.filter(pk=job.pk, stopped=job.stopped, attempt=job.attempt).update(**job_fields)
+        if not written:
+            return False
     return phase != old_phase and phase in controller.TERMINAL
 
 
