@@ -32,6 +32,7 @@ from typing import Any
 from clusters.runtime.base import (
     ContainerState,
     NodeInfo,
+    PodEvent,
     PodInfo,
     PodNotFound,
     Runtime,
@@ -72,7 +73,13 @@ def _pod_info(d: dict[str, Any]) -> PodInfo:
         },
         {"type": "Ready", "status": "True" if container.ready else "False"},
     )
+    events: tuple[PodEvent, ...] = ()
+    if d.get("reason") == "Unschedulable":
+        events = (PodEvent(type="Warning", reason="FailedScheduling", message=d.get("message", "")),)
+    elif c.get("reason") == "CrashLoopBackOff":
+        events = (PodEvent(type="Warning", reason="BackOff", message=c.get("message", "")),)
     return PodInfo(
+        events=events,
         name=d["name"],
         task=d["task"],
         ordinal=int(d["ordinal"]),
