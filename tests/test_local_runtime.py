@@ -251,3 +251,23 @@ def test_tail_reads_last_lines(tmp_path):
     with open(path, "rb") as f:
         assert _tail(f, 1) == b"b"
         assert _tail(f, 0) == b""
+
+
+@pytest.mark.django_db
+def test_registry_picks_the_runtime_by_cluster_kind():
+    from clusters.models import Cluster
+    from clusters.runtime.local import LocalRuntime
+    from clusters.runtime.registry import get_runtime
+
+    local = Cluster.objects.create(name="loc", runtime=Cluster.Runtime.LOCAL)
+    runtime = get_runtime(local)
+    assert isinstance(runtime, LocalRuntime) and runtime.name == "loc"
+    kube = Cluster.objects.create(name="kube", runtime=Cluster.Runtime.KUBERNETES)
+    try:  # imported lazily; without a kubeconfig the Kubernetes runtime itself may refuse
+        assert type(get_runtime(kube)).__name__ == "KubernetesRuntime"
+    except RuntimeError_ as exc:
+        assert "not available" not in str(exc)
+    local.runtime = "other"
+    with pytest.raises(RuntimeError_) as err:
+        get_runtime(local)
+    assert err.value.reason == "invalid"
