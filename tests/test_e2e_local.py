@@ -189,8 +189,13 @@ def test_demo_job_end_to_end(console_server, api, page, tmp_path):
         assert "127.0.0.1" in page.locator(f"[data-testid=pods-{JOB}-rollout-1]").inner_text()
         page.screenshot(path=str(ARTIFACTS / f"job-detail-workers-{lang}.png"), full_page=True)
         page.goto(f"{console_server.url}/jobs/{JOB}/?tab=logs")
-        page.wait_for_selector("[data-testid=log-text]", timeout=15000)
-        assert "Ray cluster is ready" in page.inner_text("[data-testid=log-text]")
+        # The embedded Logs panel (issue 6) opens on the header's log; filter to the marker line.
+        assert page.locator("[data-testid=logs-worker]").input_value() == f"{JOB}-header-0"
+        page.fill("[data-testid=logs-filter]", "Ray cluster is ready")
+        page.wait_for_function(
+            "() => document.querySelector('[data-testid=logs-view]').innerText.includes('Ray cluster is ready')",
+            timeout=15000,
+        )
         page.screenshot(path=str(ARTIFACTS / f"job-detail-logs-{lang}.png"))
         page.goto(f"{console_server.url}/jobs/{JOB}/?tab=overview")
         page.screenshot(path=str(ARTIFACTS / f"job-detail-overview-{lang}.png"), full_page=True)

@@ -96,7 +96,8 @@ def test_detail_tabs(client, fake, alice):
     yaml_tab = client.get(url + "?tab=yaml").content.decode()
     assert "apiVersion: rlinf.io/v1alpha1" in yaml_tab
     logs_tab = client.get(url + "?tab=logs").content.decode()
-    assert 'name="pod"' in logs_tab and "demo-header-0" in logs_tab
+    assert 'data-testid="logs-panel"' in logs_tab and "demo-header-0" in logs_tab
+    assert "/api/v1/jobs/demo/logs/?pod=demo-header-0&amp;tail=1000" in logs_tab
     fragment = client.get(reverse("jobs:log", args=[job.name]) + "?pod=demo-header-0").content.decode()
     assert "Ray cluster is ready" in fragment and "Global Step: 1/10" in fragment
     live = client.get(url + "?tab=workers", HTTP_HX_REQUEST="true").content.decode()
