@@ -679,6 +679,8 @@ class Supervisor:
         restarting = pod.get("runs", 0) > 0
         if restarting and log_path.exists():
             os.replace(log_path, pdir / "main.previous.log")
+        if restarting:  # a restarted container starts with a fresh /tmp (old Ray sessions gone), as on Kubernetes
+            shutil.rmtree(pdir / "tmp", ignore_errors=True)
         proc = launcher.spawn(pdir, command, env, mounts, workdir, log_path)
         import psutil
 
