@@ -231,7 +231,8 @@ def test_image_pull_condition_at_once_then_failure_after_grace(runtimes, alice, 
     assert get_condition(job.conditions, "Failed")["reason"] == "ImagePull"
 
 
-def test_failing_cluster_is_marked_offline_and_does_not_stop_the_others(runtimes, alice):
+def test_failing_cluster_is_marked_offline_and_does_not_stop_the_others(runtimes, alice, monkeypatch):
+    monkeypatch.setattr(sync, "_backoff", {})
     a = submit(alice, name="ja")
     b = submit(alice, name="jb", cluster="beta")
     runtimes["alpha"].failure = RuntimeError_("connection refused", reason="unreachable")
@@ -300,3 +301,23 @@ def test_idling_header_after_run_script_is_detected(runtimes, alice, tmp_var):
     assert job.phase == Phase.FAILED
     assert "code 4" in job.message and "RuntimeError: diverged" in job.message
     assert fake.pods == {}
+
+
+def test_failing_cluster_is_retried_with_back_off(runtimes, alice, monkeypatch):
+    monkeypatch.setattr(sync, "_backoff", {})
+    monkeypatch.setattr(sync, "_last_full_sync", 0.0)
+    calls = []
+    alpha = runtimes["alpha"]
+    alpha.failure = RuntimeError_("connection refused", reason="unreachable")
+    original = alpha.list_nodes
+    monkeypatch.setattr(alpha, "list_nodes", lambda: calls.append(1) or original())
+    sync_all_clusters(force=True)
+    assert len(calls) == 1
+    monkeypatch.setattr(sync, "_last_full_sync", 0.0)
+    result = sync_all_clusters()  # within the back-off: not contacted again
+    assert len(calls) == 1 and "retry in" in result["clusters"]["alpha"]
+    assert result["clusters"]["beta"] == "online"
+    alpha.failure = None
+    monkeypatch.setattr(sync, "_backoff", {k: (1, 0.0) for k in sync._backoff})  # back-off elapsed
+    monkeypatch.setattr(sync, "_last_full_sync", 0.0)
+    assert sync_all_clusters()["clusters"]["alpha"] == "online"

@@ -143,6 +143,10 @@ def log_signals(text: str) -> dict[str, Any]:
 
 _sync_guard = threading.Lock()
 _last_full_sync = 0.0
+# Failing clusters: cluster id -> (consecutive failures, monotonic time of the next attempt).
+_backoff: dict[int, tuple[int, float]] = {}
+BACKOFF_BASE = 5.0
+BACKOFF_MAX = 60.0
 
 
 def sync_all_clusters(force: bool = False) -> dict[str, Any]:
@@ -160,7 +164,7 @@ def sync_all_clusters(force: bool = False) -> dict[str, Any]:
         if not force and time.monotonic() - _last_full_sync < interval / 2:
             return {"skipped": True}
         _retry_lagging_reconciles()
-        result = _sync(list(Cluster.objects.all()), _jobs_to_watch(), node_sync=True)
+        result = _sync(list(Cluster.objects.all()), _jobs_to_watch(), node_sync=True, force=force)
         _last_full_sync = time.monotonic()
         return result
     finally:
@@ -194,7 +198,7 @@ def _jobs_to_watch() -> list[Job]:
     )
 
 
-def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool) -> dict[str, Any]:
+def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool, force: bool = False) -> dict[str, Any]:
     targets: dict[int, set[tuple[str, int]]] = defaultdict(set)
     job_by_id = {job.pk: job for job in jobs}
     for task in Task.objects.filter(job__in=jobs).only("job_id", "cluster_id", "namespace"):
@@ -202,7 +206,13 @@ def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool) -> dict[str
     observed: dict[int, dict[str, list[PodInfo]]] = defaultdict(dict)
     down: dict[int, str] = {}
     report: dict[str, str] = {}
+    now = time.monotonic()
     for cluster in clusters:
+        failures, retry_at = _backoff.get(cluster.pk, (0, 0.0))
+        if node_sync and failures and now < retry_at and not force:  # peers M1: a dead cluster is retried with back-off
+            down[cluster.pk] = cluster.status_message or "offline"
+            report[cluster.name] = f"offline (retry in {retry_at - now:.0f}s)"
+            continue
         try:
             runtime = controller.runtime_for(cluster)
             if node_sync:
@@ -217,7 +227,10 @@ def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool) -> dict[str
             down[cluster.pk] = message
             report[cluster.name] = f"offline: {message}"
             _mark_cluster(cluster, Cluster.Status.OFFLINE, message)
+            if node_sync:
+                _backoff[cluster.pk] = (failures + 1, now + min(BACKOFF_MAX, BACKOFF_BASE * 2**failures))
             continue
+        _backoff.pop(cluster.pk, None)
         report[cluster.name] = "online"
         _mark_cluster(cluster, Cluster.Status.ONLINE, "")
     for job in jobs:
