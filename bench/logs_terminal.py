@@ -10,7 +10,9 @@ log files and PTY shells) on loopback, logs in over HTTP like a browser, then me
 - terminal: keystroke echo round trip over the websocket (browser -> daphne -> consumer -> PTY ->
   back) against the same round trip on a PTY directly; target p95 <= 50 ms on loopback.
 
-Prints a table and writes ``test-artifacts/bench-logs-terminal.json``. Run: ``.venv/bin/python bench/logs_terminal.py``.
+Prints a table and writes ``test-artifacts/bench-logs-terminal.json``. Run: ``.venv/bin/python bench/logs_terminal.py``;
+``--idle 630`` also leaves a terminal idle for 630 s (peers T2: a 10-minute idle shell stays open) and checks it
+still answers.
 """
 
 from __future__ import annotations
@@ -165,16 +167,51 @@ def bench_echo(console: DemoConsole, session: str) -> dict:
     }
 
 
+def idle_check(console: DemoConsole, session: str, seconds: float) -> dict:
+    """Leave a shell untouched for ``seconds`` (reading passively like an open tab), then type."""
+    ws = connect(console.url, "/ws/terminal/jobs/demo/pods/demo-actor-0/", session)
+    ws.settimeout(1)
+    t0 = time.time()
+    pings = 0
+    closed = None
+    while time.time() - t0 < seconds and closed is None:
+        try:
+            opcode, data = ws.recv_data(control_frame=True)
+        except websocket.WebSocketTimeoutException:
+            continue
+        if opcode == websocket.ABNF.OPCODE_TEXT and b'"ping"' in data:
+            pings += 1
+        elif opcode == websocket.ABNF.OPCODE_CLOSE:
+            closed = data
+    answered = False
+    if closed is None:
+        ws.send_binary(b"echo alive-$((6*7))\r")
+        buf = b""
+        deadline = time.time() + 10
+        while b"alive-42" not in buf and time.time() < deadline:
+            try:
+                opcode, data = ws.recv_data()
+            except websocket.WebSocketTimeoutException:
+                continue
+            if opcode == websocket.ABNF.OPCODE_BINARY:
+                buf += data
+        answered = b"alive-42" in buf
+    ws.close()
+    return {"idle_seconds": round(time.time() - t0), "app_pings": pings, "closed": bool(closed), "answered": answered}
+
+
 def main() -> int:
+    idle = float(sys.argv[sys.argv.index("--idle") + 1]) if "--idle" in sys.argv else 0.0
     with tempfile.TemporaryDirectory(prefix="rlark-bench-") as tmp:
         console = DemoConsole(Path(tmp), interval=3600, lines=1000).start()
         try:
             session = login(console.url)
             logs = bench_logs(console, session)
             echo = bench_echo(console, session)
+            idle_result = idle_check(console, session, idle) if idle else None
         finally:
             console.stop()
-    result = {"logs": logs, "terminal": echo}
+    result = {"logs": logs, "terminal": echo, "idle": idle_result}
     print("Logs time-to-first-line, 1000 lines (median)")
     print(f"  straight from the runtime (read_log)   {logs['direct_read_log_ms']:9.3f} ms")
     print(f"  websocket, open socket (subscribe)     {logs['websocket_warm_ms']:9.3f} ms  ratio {logs['ratio_warm']}")
@@ -182,6 +219,8 @@ def main() -> int:
     print(f"Terminal keystroke echo ({echo['keys']} keys)")
     print(f"  websocket   p50 {echo['websocket_p50_ms']:8.3f} ms   p95 {echo['websocket_p95_ms']:8.3f} ms")
     print(f"  direct PTY  p50 {echo['direct_pty_p50_ms']:8.3f} ms   p95 {echo['direct_pty_p95_ms']:8.3f} ms")
+    if idle_result:
+        print(f"Idle terminal: {idle_result}")
     out = ROOT / "test-artifacts"
     out.mkdir(exist_ok=True)
     (out / "bench-logs-terminal.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -183,9 +183,11 @@ async def test_download_streams_100k_lines_in_constant_memory(runtime, alice, tm
 def test_download_of_gone_pod_and_missing_previous(client, runtime, job, alice):
     client.force_login(alice)
     resp = client.get("/terminal/jobs/demo/logs/download/?pod=demo-actor-0&previous=1")
+    assert resp.status_code == 404 and resp.content.decode() == "demo-actor-0 没有上一个容器实例。"
+    resp = client.get("/terminal/jobs/demo/logs/download/?pod=demo-actor-0&previous=1", HTTP_ACCEPT_LANGUAGE="en")
     assert resp.status_code == 404 and "no previous container instance" in resp.content.decode()
     runtime.delete_pod(NS, "demo-actor-1")
-    resp = client.get("/terminal/jobs/demo/logs/download/?pod=demo-actor-1")
+    resp = client.get("/terminal/jobs/demo/logs/download/?pod=demo-actor-1", HTTP_ACCEPT_LANGUAGE="en")
     assert resp.status_code == 404 and "no longer exists" in resp.content.decode()
     assert client.get("/terminal/jobs/demo/logs/download/?pod=other-pod").status_code == 404
 

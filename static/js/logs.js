@@ -166,7 +166,12 @@
         this.gotTargets = true;
         this.warnings = msg.warnings || [];
         const key = JSON.stringify(msg.targets || []);
-        if (key !== this.targetsKey) { this.targetsKey = key; this.targets = msg.targets || []; this.fillPods(); }
+        if (key !== this.targetsKey) {
+          const before = this.selectedPods().join(",");
+          this.targetsKey = key; this.targets = msg.targets || []; this.fillPods();
+          // a Worker appeared or went away in the merged view: follow it (cursors keep the others resuming)
+          if (!this.needSubscribe && this.selectedPods().join(",") !== before) this.subscribe();
+        }
         if (this.needSubscribe) { this.needSubscribe = false; this.subscribe(); }
       } else if (msg.type === "lines") {
         this.onLines(msg);
