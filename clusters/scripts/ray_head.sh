@@ -76,15 +76,21 @@ if [ -n "${RLARK_DOMAIN:-}" ]; then
 fi
 
 run_pid=""
+idle_pid=""
 stop_ray() {
     status=$?
     trap - EXIT INT TERM
     echo "Stopping Ray cluster..."
-    if [ -n "$run_pid" ]; then
-        kill -TERM "$run_pid" 2> /dev/null || true
-    fi
+    if [ -n "$idle_pid" ]; then kill "$idle_pid" 2> /dev/null || true; fi
+    if [ -n "$run_pid" ]; then kill -TERM "$run_pid" 2> /dev/null || true; fi
     timeout "${RLARK_RAY_STOP_TIMEOUT:-60}" ray stop --force > /dev/null 2>&1 || true
-    timeout 30 bash -c 'wait' || true
+    # bounded wait for the run script to finish after SIGTERM
+    for _ in $(seq 1 60); do
+        if [ -z "$run_pid" ] || ! kill -0 "$run_pid" 2> /dev/null; then
+            break
+        fi
+        sleep 0.5
+    done
     exit "$status"
 }
 
@@ -111,7 +117,8 @@ echo "=========================================="
 idle_forever() {
     while true; do
         sleep 3600 &
-        wait $! || true
+        idle_pid=$!
+        wait "$idle_pid" || true
     done
 }
 
