@@ -18,8 +18,10 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from django.conf import settings
@@ -240,19 +242,29 @@ def normalize_image(image: str) -> str:
     return f"{DEFAULT_REGISTRY}/{ref}"
 
 
-def registry_for_image(image: str) -> ImageRegistry | None:
-    """The registry record whose ``registry`` is the longest path-boundary prefix of the image, or None."""
+def match_registry(image: str, registries: Iterable[Any]) -> Any | None:
+    """The registry (any object with a ``registry`` attribute) whose normalised ``registry`` is the longest
+    path-boundary prefix of the normalised image: ``ubuntu:22.04`` is ``docker.io/library/ubuntu:22.04``.
+    None if no registry matches or the image is blank. Used by the wizard's warning, the validator and
+    both runtimes, so they agree on which credentials an image needs."""
+    if not str(image or "").strip():
+        return None
     full = normalize_image(image)
-    best: ImageRegistry | None = None
+    best: Any | None = None
     best_len = -1
-    for reg in ImageRegistry.objects.all():
+    for reg in registries:
         try:
-            prefix = normalize_registry(reg.registry)
+            prefix = normalize_registry(str(getattr(reg, "registry", "") or ""))
         except StorageError:
             continue
         if (full == prefix or full.startswith(prefix + "/")) and len(prefix) > best_len:
             best, best_len = reg, len(prefix)
     return best
+
+
+def registry_for_image(image: str) -> ImageRegistry | None:
+    """The stored registry record for ``image`` (see :func:`match_registry`), or None."""
+    return match_registry(image, ImageRegistry.objects.all())
 
 
 def image_host(image: str) -> str:

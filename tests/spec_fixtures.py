@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from jobs.spec.inventory import ClusterInfo, Inventory, NodeInfo, SSHKeyInfo
+from jobs.spec.inventory import ClusterInfo, Inventory, NodeInfo, RegistryInfo, SSHKeyInfo
 
 GiB = 2**30
 SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice@laptop"
@@ -36,7 +36,7 @@ def inventory() -> Inventory:
         storage_classes={("local", "oss-a"), ("other", "oss-b")},
         domains={"d1"},
         ssh_keys=[SSHKeyInfo(1, "laptop", SSH_KEY, "SHA256:x")],
-        registries=[],
+        registries=[RegistryInfo("docker.io", public=True)],
     )
 
 
@@ -128,6 +128,10 @@ def seed_db(user=None) -> None:
     for cluster, name in inv.storage_classes:
         StorageClass.objects.create(cluster=clusters[cluster], name=name)
     Domain.objects.create(name="d1", cidr="10.77.0.0/16")
+    from clusters.models import ImageRegistry
+
+    for reg in inv.registries:
+        ImageRegistry.objects.create(name=reg.registry.replace(".", "-"), registry=reg.registry, public=reg.public)
     if user is not None:
         SSHPublicKey.objects.create(owner=user, name="laptop", key=" ".join(SSH_KEY.split()[:2]), fingerprint="fp1")
 

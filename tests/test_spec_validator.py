@@ -147,6 +147,10 @@ CASES = {
         c(1, "image", "docker.io/library/ubuntu:22.04"),
     ),
     "image_mutable_tag": (c(1, "image", "rlinf/rlinf:latest"), c(1, "image", "registry/team/image@sha256:abc")),
+    "image_registry_no_credentials": (
+        c(1, "image", "private.example.com/team/app:v1"),
+        c(1, "image", "docker.io/library/ubuntu:22.04"),
+    ),
     "node_selector_empty": (t1("nodeSelector", {}), None),
     "node_selector_multivalue": (
         t1("nodeSelector", "kubernetes.io/hostname=gpu-1,gpu-2"),

@@ -54,16 +54,25 @@ class SSHKeyInfo:
     fingerprint: str = ""
 
 
+@dataclass(frozen=True)
+class RegistryInfo:
+    """An image registry record: ``registry`` host/prefix, ``public`` flag, whether credentials are stored."""
+
+    registry: str
+    public: bool = False
+    has_credentials: bool = False
+
+
 @dataclass
 class Inventory:
-    """``storage_classes``: set of (cluster, name). ``domains``: set of names. ``registries``: registry hosts."""
+    """``storage_classes``: set of (cluster, name). ``domains``: set of names. ``registries``: RegistryInfo records."""
 
     clusters: dict[str, ClusterInfo] = field(default_factory=dict)
     nodes: list[NodeInfo] = field(default_factory=list)
     storage_classes: set[tuple[str, str]] = field(default_factory=set)
     domains: set[str] = field(default_factory=set)
     ssh_keys: list[SSHKeyInfo] = field(default_factory=list)
-    registries: list[str] = field(default_factory=list)
+    registries: list[RegistryInfo] = field(default_factory=list)
 
     @classmethod
     def from_db(cls, user=None, *, exclude_job=None, key_owners=None) -> Inventory:
@@ -106,7 +115,10 @@ class Inventory:
                 SSHKeyInfo(k["id"], k["name"], k["key"], k["fingerprint"])
                 for k in SSHPublicKey.objects.filter(owner__in=owners).values("id", "name", "key", "fingerprint")
             ]
-        registries = list(ImageRegistry.objects.values_list("registry", flat=True))
+        registries = [
+            RegistryInfo(r["registry"], r["public"], bool(r["username"]))
+            for r in ImageRegistry.objects.values("registry", "public", "username")
+        ]
         inv = cls(clusters, nodes, storage, domains, keys, registries)
         if exclude_job is not None:
             inv._give_back(exclude_job)

@@ -137,21 +137,10 @@ def _normalizers():
 
 
 def registry_for_image(image: str, registries: Iterable[Any]) -> Any | None:
-    """The registry whose (normalised) ``registry`` is the longest path-boundary prefix of the (normalised)
-    image: ``ubuntu:22.04`` is ``docker.io/library/ubuntu:22.04``; None if no registry matches."""
-    if not str(image or "").strip():
-        return None
-    normalize_image, normalize_registry, error = _normalizers()
-    full = normalize_image(image)
-    best, best_len = None, -1
-    for reg in registries:
-        try:
-            prefix = normalize_registry(str(getattr(reg, "registry", "") or ""))
-        except error:
-            continue
-        if (full == prefix or full.startswith(prefix + "/")) and len(prefix) > best_len:
-            best, best_len = reg, len(prefix)
-    return best
+    """The registry ``image`` pulls from (``storage.services.match_registry``: longest path-boundary prefix)."""
+    from storage.services import match_registry
+
+    return match_registry(image, registries)
 
 
 def registry_secret(reg: Any, namespace: str) -> dict[str, Any]:

@@ -92,6 +92,12 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "{role} 的镜像 {image} 使用 latest 或没有 tag，可能被覆盖；请使用明确版本或 digest。",
         "The image {image} of {role} uses latest or no tag and may change; use an explicit version or a digest.",
     ),
+    "image_registry_no_credentials": (
+        "{role} 的镜像仓库 {host} 没有登记凭据，也未标记为公开；如果仓库需要登录，拉取 {image} 会失败。"
+        "请联系管理员在镜像仓库凭据中添加。",
+        "No credentials are registered for {host} (image of {role}) and it is not marked public: pulling {image} "
+        "fails if the registry needs a login. Ask an administrator to add it under Image registries.",
+    ),
     "node_selector_empty": (
         "{role} 的节点选择器不能为空。",
         "The node selector of {role} cannot be empty.",

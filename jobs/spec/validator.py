@@ -312,8 +312,10 @@ class _Validator:
             self.add(f"{cpath}.image", "image_missing", role=role)
         elif re.search(r"\s", image):
             self.add(f"{cpath}.image", "image_whitespace", role=role)
-        elif _image_mutable(image):
-            self.add(f"{cpath}.image", "image_mutable_tag", WARNING, role=role, image=image)
+        else:
+            if _image_mutable(image):
+                self.add(f"{cpath}.image", "image_mutable_tag", WARNING, role=role, image=image)
+            self.registry(cpath, role, image)
 
         demand = self.resources(path, cpath, role, container)
         matched = self.selector(path, t, role, head, replicas, cluster if cluster_info else "")
@@ -326,6 +328,18 @@ class _Validator:
             if isinstance(script, str) and _script_has_secret(script):
                 self.add(f"{path}.{field_name}", "secret_in_spec", where=f"{role}: {field_name}")
         return replicas
+
+    def registry(self, cpath: str, role: str, image: str) -> None:
+        """Warn when the image's registry has no stored credentials and is not marked public (issue 8)."""
+        from storage.services import StorageError, image_host, match_registry
+
+        try:
+            reg = match_registry(image, self.inv.registries)
+            host = image_host(image)
+        except StorageError:
+            return
+        if reg is None or not (reg.public or reg.has_credentials):
+            self.add(f"{cpath}.image", "image_registry_no_credentials", WARNING, role=role, image=image, host=host)
 
     def container_index(self, t: dict) -> int:
         containers = pod_spec(t).get("containers")

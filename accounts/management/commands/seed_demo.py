@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from clusters.models import Cluster, Node
+from clusters.models import Cluster, ImageRegistry, Node
 
 DEMO_CLUSTER = "local"
 # Labels make both the demo template (1 head + 2 rollout Workers) and the RLinf
@@ -64,6 +64,9 @@ class Command(BaseCommand):
         cluster, created = Cluster.objects.get_or_create(
             name=DEMO_CLUSTER,
             defaults={"runtime": Cluster.Runtime.LOCAL, "status": Cluster.Status.ONLINE, "allow_host_path": True},
+        )
+        ImageRegistry.objects.get_or_create(
+            name="docker-hub", defaults={"registry": "docker.io", "public": True}
         )
         if created or not Node.objects.filter(cluster=cluster).exists():
             upsert_local_nodes(cluster, DEMO_NODES)
