@@ -38,3 +38,22 @@ class _RayServicesHook(importlib.abc.MetaPathFinder):
 
 if os.environ.get("RLARK_LOCAL_RUNTIME") == "1" and not any(isinstance(f, _RayServicesHook) for f in sys.meta_path):
     sys.meta_path.insert(0, _RayServicesHook())
+
+
+def _chain_next_sitecustomize() -> None:
+    """Run the ``sitecustomize`` this one shadows (a venv's or the system's), if any."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    import importlib.machinery
+
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None or os.path.dirname(os.path.abspath(spec.origin or "")) == here:
+        return
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - like site.py: report and continue
+        print(f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\n{exc!r}", file=sys.stderr)
+
+
+_chain_next_sitecustomize()
