@@ -31,6 +31,7 @@ from terminal.services.runtimes import runtime_for
 logger = logging.getLogger(__name__)
 
 MAX_TEXT_FRAME = 64 * 1024
+MAX_BINARY_FRAME = 1024 * 1024  # keystrokes/pastes and 32 KiB upload chunks fit easily
 
 
 def _reason(text: str) -> str:
@@ -172,7 +173,9 @@ class LogsConsumer(_JobSocket):
             wanted = set(self.pods)
             selected = [t for t in self.targets if t.pod in wanted]
             stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            started = time.perf_counter()
             results = await asyncio.gather(*(self._read_one(t, initial, stamp) for t in selected))
+            read_ms = round((time.perf_counter() - started) * 1000, 3)
             for target, (batch, error) in zip(selected, results, strict=True):
                 if batch is None:
                     state, message = logs.empty_state(target, self.previous, error)
@@ -184,7 +187,7 @@ class LogsConsumer(_JobSocket):
                 if batch.reset and not batch.lines:
                     state, message = logs.empty_state(target, self.previous)
                     await self.send_json({"type": "state", "pod": target.pod, "state": state, "message": message})
-            await self.send_json({"type": "tick", "at": stamp, "live": bool(self.live_task)})
+            await self.send_json({"type": "tick", "at": stamp, "live": bool(self.live_task), "readMs": read_ms})
 
     async def _read_one(self, target: logs.LogTarget, initial: bool, stamp: str):
         if not target.exists:
@@ -426,6 +429,11 @@ class TerminalConsumer(_JobSocket):
         if self.finished or self.stream is None:
             return
         if bytes_data is not None:
+            if len(bytes_data) > MAX_BINARY_FRAME:
+                await self.send_json({"type": "error", "message": "frame too large (limit 1 MiB); dropped"})
+                if self.upload is not None:
+                    self.upload.error = self.upload.error or "upload chunk too large"
+                return
             if self.upload is not None:
                 await self._upload_chunk(bytes_data)
                 return

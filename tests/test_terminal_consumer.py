@@ -296,3 +296,13 @@ async def test_pod_gone_not_running_and_periodic_recheck(runtime, job, alice, bo
     closed = await term.until_closed(5)
     assert closed["code"] == 4403 and "permission revoked" in closed["reason"]
     assert await eventually(lambda: runtime.live_processes() == [])
+
+
+async def test_oversized_frames_are_dropped_not_typed(runtime, job, alice):
+    term = await _open(alice)
+    await term.run("echo ready", "m0")
+    await term.comm.send_to(bytes_data=b"touch BIG #" + b"x" * (2 * 1024 * 1024) + b"\r")
+    error = await term.text("error")
+    assert "frame too large" in error["message"]
+    assert await term.run("ls -A", "m1") == ""
+    await term.comm.disconnect()

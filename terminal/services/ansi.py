@@ -127,6 +127,8 @@ def _last_carriage_segment(line: str) -> str:
 
 def strip_ansi(line: str) -> str:
     """The visible text of ``line``: escapes and control characters removed (used for search)."""
+    if line.isprintable():  # the common case: nothing to strip (C-speed check)
+        return line
     line = _last_carriage_segment(line)
     return _CONTROL_RE.sub("", _ESCAPE_RE.sub("", line))
 

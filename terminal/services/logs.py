@@ -269,35 +269,40 @@ def resolve_targets(layout: Layout) -> tuple[list[LogTarget], list[str]]:
     return sorted(targets.values(), key=lambda t: (order.get(t.task, 0), t.task, t.ordinal)), warnings
 
 
-def _chunks(runtime: Runtime, target: LogTarget, previous: bool, offset: int = 0) -> tuple[Iterator[bytes], int]:
-    """Byte chunks of the log and how many leading bytes the caller still has to skip."""
+def _chunks(runtime: Runtime, target: LogTarget, previous: bool, offset: int = 0) -> tuple[Iterator[bytes], int, bool]:
+    """Byte chunks of the log, how many leading bytes the caller still has to skip, and whether
+    lines carry a runtime timestamp prefix."""
     kwargs: dict = {"previous": previous}
-    if accepts(runtime.stream_log, "timestamps"):
+    stamped = accepts(runtime.stream_log, "timestamps")
+    if stamped:
         kwargs["timestamps"] = True
     skip = offset
     if offset and accepts(runtime.stream_log, "offset"):
         kwargs["offset"] = offset
         skip = 0
-    return iter(runtime.stream_log(target.namespace, target.pod, **kwargs)), skip
+    return iter(runtime.stream_log(target.namespace, target.pod, **kwargs)), skip, stamped
 
 
-def _split(raw: bytes) -> tuple[str, str | None]:
+def _split(raw: bytes, stamped: bool) -> tuple[str, str | None]:
     """Decode one raw line and split off a runtime timestamp prefix if there is one."""
     stamp = None
-    m = _TS_RE.match(raw)
-    if m:
-        stamp = m.group(1).decode()
-        raw = raw[m.end() :]
+    if stamped:
+        m = _TS_RE.match(raw)
+        if m:
+            stamp = m.group(1).decode()
+            raw = raw[m.end() :]
     if raw.endswith(b"\r"):
         raw = raw[:-1]
     return raw.decode("utf-8", "replace"), stamp
 
 
-def _lines(chunks: Iterator[bytes], skip: int, final: bool) -> Iterator[tuple[bytes, int] | None]:
-    """Complete lines after ``skip`` bytes, each with its length in bytes including the newline.
+def _blocks(chunks: Iterator[bytes], skip: int, final: bool) -> Iterator[tuple[list[bytes], int] | None]:
+    """Complete lines after ``skip`` bytes, in blocks: ``(lines, bytes consumed including newlines)``.
 
-    Yields None first if the log is shorter than ``skip`` (rotated or truncated). A last line
-    without newline is yielded only when ``final`` (the container has ended).
+    Splitting happens per chunk in C (``bytes.split``), so a 100k-line log is cheap. A partial line
+    longer than :data:`MAX_LINE_BYTES` is cut into a line of its own. Yields None first if the log
+    is shorter than ``skip`` (rotated or truncated). A last line without newline is yielded only
+    when ``final`` (the container has ended).
     """
     buf = b""
     for chunk in chunks:
@@ -308,23 +313,18 @@ def _lines(chunks: Iterator[bytes], skip: int, final: bool) -> Iterator[tuple[by
             chunk = chunk[skip:]
             skip = 0
         buf += chunk
-        start = 0
-        while True:
-            nl = buf.find(b"\n", start)
-            if nl < 0:
-                if len(buf) - start >= MAX_LINE_BYTES:
-                    yield buf[start : start + MAX_LINE_BYTES], MAX_LINE_BYTES
-                    start += MAX_LINE_BYTES
-                    continue
-                break
-            yield buf[start:nl], nl - start + 1
-            start = nl + 1
-        buf = buf[start:]
+        cut = buf.rfind(b"\n")
+        if cut >= 0:
+            yield buf[:cut].split(b"\n"), cut + 1
+            buf = buf[cut + 1 :]
+        while len(buf) >= MAX_LINE_BYTES:
+            yield [buf[:MAX_LINE_BYTES]], MAX_LINE_BYTES
+            buf = buf[MAX_LINE_BYTES:]
     if skip:
         yield None
         return
     if final and buf:
-        yield buf, len(buf)
+        yield [buf], len(buf)
 
 
 def read_tail(
@@ -339,16 +339,16 @@ def read_tail(
     if final is None:
         final = previous or target.phase in TERMINAL_PHASES
     identity = target.identity_for(previous)
-    chunks, _ = _chunks(runtime, target, previous)
+    chunks, _, stamped = _chunks(runtime, target, previous)
     window: collections.deque[bytes] = collections.deque(maxlen=tail)
     offset = count = 0
-    for item in _lines(chunks, 0, final):
-        assert item is not None
-        raw, size = item
-        window.append(raw)
+    for block in _blocks(chunks, 0, final):
+        assert block is not None
+        lines, size = block
+        window.extend(lines)
         offset += size
-        count += 1
-    decoded = [_split(raw) for raw in window]
+        count += len(lines)
+    decoded = [_split(raw, stamped) for raw in window]
     return LogBatch(
         pod=target.pod,
         identity=identity,
@@ -377,27 +377,38 @@ def read_since(
     if cursor.identity != identity:
         return read_tail(runtime, target, previous)
     final = previous or target.phase in TERMINAL_PHASES
-    chunks, skip = _chunks(runtime, target, previous, cursor.offset)
-    lines: list[str] = []
-    stamps: list[str | None] = []
+    chunks, skip, stamped = _chunks(runtime, target, previous, cursor.offset)
+    raws: list[bytes] = []
     offset, count, more = cursor.offset, cursor.line, False
-    gen = _lines(chunks, skip, final)
+    gen = _blocks(chunks, skip, final)
     try:
-        for item in gen:
-            if item is None:
+        for block in gen:
+            if block is None:
                 return read_tail(runtime, target, previous)
-            if len(lines) >= max_lines:
+            lines, size = block
+            room = max_lines - len(raws)
+            if len(lines) > room:
+                taken = lines[:room]
+                raws += taken
+                offset += sum(len(x) + 1 for x in taken)
+                count += len(taken)
                 more = True
                 break
-            raw, size = item
-            text, stamp = _split(raw)
-            lines.append(text)
-            stamps.append(stamp or received_at)
+            raws += lines
             offset += size
-            count += 1
+            count += len(lines)
     finally:
         gen.close()
-    return LogBatch(target.pod, identity, cursor.line, lines, stamps, LogCursor(identity, offset, count), more=more)
+    decoded = [_split(raw, stamped) for raw in raws]
+    return LogBatch(
+        target.pod,
+        identity,
+        cursor.line,
+        [d[0] for d in decoded],
+        [d[1] or received_at for d in decoded],
+        LogCursor(identity, offset, count),
+        more=more,
+    )
 
 
 def empty_state(target: LogTarget, previous: bool, error: Exception | None = None) -> tuple[str, str]:
