@@ -74,6 +74,9 @@ ANN_RANK_START = "rlark.io/ray-node-rank-start"
 ANN_HEAD_TASK = "rlark.io/ray-head-task-name"
 ANN_PVC_RECLAIM = "rlark.io/pvc-reclaim"
 ANN_STORAGE_CLASS = "rlark.io/storage-class"
+RLINF_VOLUME = "rlark-rlinf-config"
+RLINF_MOUNT = "/rlark/rlinf"
+RLINF_FILE = "config.yaml"
 ANN_REGISTRY = "rlark.io/registry"
 
 # Resources whose request must equal their limit (extended resources cannot be overcommitted).
@@ -223,6 +226,7 @@ def build_task_manifests(
     ssh_keys: list[str] | None = None,
     storage_classes: Mapping[str, str] | None = None,
     pvc_policy: str = "Delete",
+    rlinf_config: str = "",
 ) -> list[TaskManifest]:
     """One TaskManifest per ``spec.tasks[]`` template, in order.
 
@@ -233,6 +237,9 @@ def build_task_manifests(
     - ``ssh_keys``: the public key lines to inject (already resolved from ``spec.sshPublicKeys``).
     - ``storage_classes``: console storage-class name -> Kubernetes ``storageClassName`` (identity if absent).
     - ``pvc_policy``: ``Delete`` (default: the claim goes with its Task) or ``Retain`` (kept after deletion).
+    - ``rlinf_config``: the RLinf Hydra YAML attached to the Job (text; may be empty). When given, every Worker
+      gets it at ``/rlark/rlinf/config.yaml`` (ConfigMap ``<task>-rlinf-config``) and ``RLARK_RLINF_CONFIG``
+      pointing there, so the run script uses exactly the config the console checked (rlinf.md 3, 8).
 
     Raises ManifestError for an unknown cluster or a template without containers.
     """
@@ -308,8 +315,11 @@ def build_task_manifests(
                     domain=domain,
                     ssh_keys=list(ssh_keys or []),
                 )
-                mounts = [m for m in c.get("volumeMounts") or [] if m.get("name") != SCRIPTS_VOLUME]
+                mounts = [m for m in c.get("volumeMounts") or [] if m.get("name") not in (SCRIPTS_VOLUME, RLINF_VOLUME)]
                 c["volumeMounts"] = mounts + [{"name": SCRIPTS_VOLUME, "mountPath": SCRIPTS_MOUNT, "readOnly": True}]
+                if rlinf_config:
+                    c["volumeMounts"].append({"name": RLINF_VOLUME, "mountPath": RLINF_MOUNT, "readOnly": True})
+                    c["env"].append({"name": "RLARK_RLINF_CONFIG", "value": f"{RLINF_MOUNT}/{RLINF_FILE}"})
                 if head:
                     ports = [p for p in c.get("ports") or [] if p.get("containerPort") not in (RAY_PORT,)]
                     c["ports"] = ports + [
@@ -328,8 +338,22 @@ def build_task_manifests(
             pod_spec["initContainers"][i] = {**c, "securityContext": _security_context(c.get("securityContext"))}
 
         configmap_name = f"{task}-rlark-scripts"
-        volumes = [v for v in pod_spec.get("volumes") or [] if v.get("name") != SCRIPTS_VOLUME]
+        volumes = [v for v in pod_spec.get("volumes") or [] if v.get("name") not in (SCRIPTS_VOLUME, RLINF_VOLUME)]
         volumes.append({"name": SCRIPTS_VOLUME, "configMap": {"name": configmap_name, "defaultMode": 0o555}})
+        if rlinf_config:
+            volumes.append({"name": RLINF_VOLUME, "configMap": {"name": f"{task}-rlinf-config"}})
+            extra.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "name": f"{task}-rlinf-config",
+                        "namespace": namespace,
+                        "labels": {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_MANAGED: FIELD_MANAGER},
+                    },
+                    "data": {RLINF_FILE: rlinf_config},
+                }
+            )
         pod_spec["volumes"] = volumes
 
         # PVCs for every persistentVolumeClaim volume
