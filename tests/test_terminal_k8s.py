@@ -128,3 +128,17 @@ async def test_k8s_paths_refuse_anonymous_and_other_users(k8s_job, fake_k8s, bob
     assert fake_k8s.exec_sessions == []  # the API server never saw an exec
     wrong = ws_communicator(path, cookie, origin="http://evil.example")
     assert not (await wrong.connect(timeout=10))[0]
+
+
+async def test_k8s_distroless_pod_says_no_shell_within_5_s(k8s_job, fake_k8s, alice):  # noqa: F811
+    pod = f"{JOB}-actor-0"
+    fake_k8s.set_shells(NS, pod, ())
+    comm = ws_communicator(f"/ws/terminal/jobs/{JOB}/pods/{pod}/", await sync_to_async(session_cookie)(alice))
+    t0 = time.monotonic()
+    assert (await comm.connect(timeout=10))[0]
+    while True:
+        msg = await asyncio.wait_for(comm.output_queue.get(), 10)
+        if msg["type"] == "websocket.close":
+            break
+    assert time.monotonic() - t0 < 5
+    assert msg["code"] == 1011 and msg["reason"] == "no shell found (tried bash, sh)"
