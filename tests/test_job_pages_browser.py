@@ -14,12 +14,23 @@ from jobs.services.sync import sync_job
 from tests.conftest import ARTIFACTS
 from tests.fake_runtime import FakeRuntime, job_document
 
-# Playwright's sync API runs an event loop in the test thread; the test's own ORM calls stay synchronous.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 HEAD_READY = ["RLINF_NODE_RANK: 0", "Ray cluster is ready. Printing cluster information:", "Executing run script..."]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _orm_beside_playwright():
+    """Playwright's sync API keeps an event loop in this thread; the test's own ORM calls (and the
+    database flush after each test) are still synchronous. Allowed for this module only, so the
+    variable never leaks into other tests (``check --deploy`` warns about it)."""
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    if previous is None:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture
@@ -42,7 +53,7 @@ def login(page, live_server, lang: str) -> None:
     page.wait_for_load_state()
 
 
-def test_list_refreshes_itself_and_detail_dialogs(live_server, page, fake, alice):
+def test_list_refreshes_itself_and_detail_dialogs(django_db_setup, live_server, page, fake, alice):
     job = Job.objects.create(name="demo", owner=alice, display_name="CartPole", spec=job_document("demo"))
     controller.request_reconcile(job)
     login(page, live_server, "zh-hans")
@@ -80,7 +91,7 @@ def test_list_refreshes_itself_and_detail_dialogs(live_server, page, fake, alice
     assert Job.objects.filter(name="demo").exists()
 
 
-def test_workers_subtable_before_and_after_sync(live_server, page, fake, alice):
+def test_workers_subtable_before_and_after_sync(django_db_setup, live_server, page, fake, alice):
     job = Job.objects.create(name="fresh", owner=alice, spec=job_document("fresh"))
     controller.reconcile(job)  # Tasks exist; no sync yet
     for lang, empty in (("zh-hans", "暂无 Pod 详情，等待任务同步"), ("en", "No Pod details yet, waiting for sync")):
