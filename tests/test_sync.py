@@ -321,3 +321,20 @@ def test_failing_cluster_is_retried_with_back_off(runtimes, alice, monkeypatch):
     monkeypatch.setattr(sync, "_backoff", {k: (1, 0.0) for k in sync._backoff})  # back-off elapsed
     monkeypatch.setattr(sync, "_last_full_sync", 0.0)
     assert sync_all_clusters()["clusters"]["alpha"] == "online"
+
+
+def test_unchanged_sync_query_count_does_not_grow_with_pods(runtimes, alice):
+    counts = []
+    for name, n in (("small", 2), ("large", 30)):
+        job = Job.objects.create(
+            name=name, owner=alice, spec=job_document(name, roles=[("header", True, 1), ("r", False, n)])
+        )
+        controller.reconcile(job)
+        runtimes["alpha"].set_running()
+        runtimes["alpha"].log(f"{name}-header-0", *HEAD_READY)
+        sync_job(job)
+        sync_job(job)
+        with CaptureQueriesContext(connection) as ctx:
+            sync_job(job)
+        counts.append(len(ctx.captured_queries))
+    assert counts[0] == counts[1], counts
