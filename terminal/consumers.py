@@ -89,6 +89,7 @@ class LogsConsumer(_JobSocket):
     """
 
     interval = logs.LIVE_INTERVAL
+    catch_up = 1.0  # seconds between refreshes while throttled (at most 5000 lines per Pod each)
     max_pods = 64
     frame_lines = 2000
 
@@ -104,11 +105,28 @@ class LogsConsumer(_JobSocket):
             return
         self.layout = await database_sync_to_async(logs.load_layout)(job)
         await self.accept()
+        self.guard_task = asyncio.create_task(self._guard())
+        self.more = False
         await self._refresh_targets()
 
     async def disconnect(self, code):
-        if getattr(self, "live_task", None):
-            self.live_task.cancel()
+        for task in (getattr(self, "live_task", None), getattr(self, "guard_task", None)):
+            if task:
+                task.cancel()
+
+    async def _guard(self) -> None:
+        """Re-check access every ``recheck_interval`` even while Live is off (peers 5.2)."""
+        try:
+            while True:
+                await asyncio.sleep(self.recheck_interval)
+                denied = await self._recheck()
+                if denied:
+                    if self.live_task:
+                        self.live_task.cancel()
+                    await self.close_with(denied.code, str(denied))
+                    return
+        except asyncio.CancelledError:
+            pass
 
     async def _refresh_targets(self) -> None:
         self.targets, warnings = await asyncio.to_thread(logs.resolve_targets, self.layout)
@@ -124,6 +142,11 @@ class LogsConsumer(_JobSocket):
         if not isinstance(msg, dict):
             return
         kind = msg.get("type")
+        if kind in ("subscribe", "refresh"):
+            denied = await self._recheck()
+            if denied:
+                await self.close_with(denied.code, str(denied))
+                return
         if kind == "subscribe":
             pods = msg.get("pods") or []
             self.pods = [p for p in pods if isinstance(p, str)][: self.max_pods]
@@ -135,10 +158,6 @@ class LogsConsumer(_JobSocket):
         elif kind == "live":
             self._set_live(bool(msg.get("on")))
         elif kind == "refresh":
-            denied = await self._recheck()
-            if denied:
-                await self.close_with(denied.code, str(denied))
-                return
             await self._refresh_targets()
             await self._poll()
 
@@ -152,7 +171,8 @@ class LogsConsumer(_JobSocket):
     async def _live_loop(self) -> None:
         try:
             while True:
-                await asyncio.sleep(self.interval)
+                # throttled (more lines waiting than one refresh may carry): catch up sooner
+                await asyncio.sleep(min(self.interval, self.catch_up) if self.more else self.interval)
                 denied = await self._recheck()
                 if denied:
                     await self.close_with(denied.code, str(denied))
@@ -176,6 +196,7 @@ class LogsConsumer(_JobSocket):
             started = time.perf_counter()
             results = await asyncio.gather(*(self._read_one(t, initial, stamp) for t in selected))
             read_ms = round((time.perf_counter() - started) * 1000, 3)
+            self.more = any(batch is not None and batch.more for batch, _ in results)
             for target, (batch, error) in zip(selected, results, strict=True):
                 if batch is None:
                     state, message = logs.empty_state(target, self.previous, error)

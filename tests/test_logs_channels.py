@@ -4,6 +4,7 @@ re-checks (seed 02, upstream-rlark 8.4, peers L1/L4/L9, 5.2)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -170,3 +171,42 @@ async def test_live_socket_closes_after_logout_and_after_revocation(runtime, job
         if out["type"] == "websocket.close":
             break
     assert out["code"] == 4403 and "permission revoked" in out["reason"]
+
+
+async def test_socket_without_live_is_rechecked_too(runtime, job, alice, bob, monkeypatch):
+    from jobs.models import Job
+
+    monkeypatch.setattr(LogsConsumer, "recheck_interval", 0.3)
+    comm, _ = await _open(alice)
+    await comm.send_to(text_data=json.dumps({"type": "subscribe", "pods": ["demo-actor-0"]}))
+    await _until_tick(comm)
+    await sync_to_async(lambda: Job.objects.filter(name="demo").update(owner=bob))()
+    while True:
+        out = await comm.receive_output(timeout=5)
+        if out["type"] == "websocket.close":
+            break
+    assert out["code"] == 4403
+
+
+async def test_throttled_stream_catches_up_without_gaps(runtime, job, alice, monkeypatch):
+    from terminal.services import logs as log_service
+
+    monkeypatch.setattr(LogsConsumer, "interval", 3.0)
+    monkeypatch.setattr(LogsConsumer, "catch_up", 0.2)
+    monkeypatch.setattr(log_service, "MAX_LINES_PER_POLL", 1000)
+    pod = "demo-actor-0"
+    comm, _ = await _open(alice)
+    await comm.send_to(text_data=json.dumps({"type": "subscribe", "pods": [pod], "live": True}))
+    await _until_tick(comm)
+    runtime.append_log(NS, pod, "".join(f"chatty {i}\n" for i in range(3500)))
+    t0 = asyncio.get_running_loop().time()
+    seen, more = [], []
+    while len(seen) < 3500:
+        msgs = await _until_tick(comm, timeout=10)
+        seen += _lines(msgs, pod)
+        more += [m["more"] for m in msgs if m["type"] == "lines"]
+    elapsed = asyncio.get_running_loop().time() - t0
+    assert [t for _, t in seen] == [f"chatty {i}" for i in range(3500)]
+    assert more[:3] == [True, True, True] and more[-1] is False  # the page shows "throttled" meanwhile
+    assert elapsed < 3.0 + 4 * 0.2 + 2  # one regular refresh, then catch-up refreshes
+    await comm.disconnect()

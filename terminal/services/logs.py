@@ -365,10 +365,11 @@ def read_since(
     target: LogTarget,
     cursor: LogCursor,
     previous: bool = False,
-    max_lines: int = MAX_LINES_PER_POLL,
+    max_lines: int | None = None,
     received_at: str | None = None,
 ) -> LogBatch:
-    """Lines written after ``cursor`` (at most ``max_lines``; ``more`` when capped).
+    """Lines written after ``cursor`` (at most ``max_lines``, default :data:`MAX_LINES_PER_POLL`;
+    ``more`` when capped).
 
     A cursor of another identity or beyond the end of the log gives :func:`read_tail` with
     ``reset``. ``received_at`` (ISO time) stamps lines the runtime gave no timestamp for.
@@ -376,6 +377,7 @@ def read_since(
     identity = target.identity_for(previous)
     if cursor.identity != identity:
         return read_tail(runtime, target, previous)
+    max_lines = max_lines or MAX_LINES_PER_POLL
     final = previous or target.phase in TERMINAL_PHASES
     chunks, skip, stamped = _chunks(runtime, target, previous, cursor.offset)
     raws: list[bytes] = []
