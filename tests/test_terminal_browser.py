@@ -122,3 +122,25 @@ def test_webterminal_english_and_missing_worker(demo, page):
         "Disconnected: pod no-such-pod not found (it may have been deleted)"
     )
     page.screenshot(path=str(ARTIFACTS / "terminal-gone-en.png"), full_page=True)
+
+
+def test_output_flood_keeps_the_page_responsive(demo, page):
+    login(page, demo)
+    page.goto(demo.url + "/terminal/?job=demo&worker=demo-actor-0")
+    wait_screen(page, r"demo-actor-0:~\$ $")
+    # measure the longest gap between animation frames while ~6 MB of `yes` output arrives
+    page.evaluate(
+        """() => { window.maxGap = 0; let last = performance.now();
+           const tick = (t) => { window.maxGap = Math.max(window.maxGap, t - last); last = t;
+                                 if (!window.stopGap) requestAnimationFrame(tick); };
+           requestAnimationFrame(tick); }"""
+    )
+    type_line(page, "yes flood-line-0123456789 | head -n 300000; echo FLOOD-$((40 + 2))")
+    wait_screen(page, r"^FLOOD-42$", 90_000)
+    page.evaluate("window.stopGap = true")
+    max_gap = page.evaluate("window.maxGap")
+    print(f"longest frame gap during the flood: {max_gap:.0f} ms")
+    assert max_gap < 1500, f"the page froze for {max_gap:.0f} ms"
+    type_line(page, "echo still-$((2 * 21))")  # the connection survived and still answers
+    wait_screen(page, r"^still-42$")
+    expect(page.locator('[data-testid="term-status"]')).to_have_text("已连接")
