@@ -103,8 +103,16 @@ def test_logs_tab_english_states_and_100k_lines(demo, page):
     view = page.locator('[data-testid="logs-view"]')
     expect(view).to_contain_text("Ray cluster is ready", timeout=10_000)
     page.screenshot(path=str(ARTIFACTS / "logs-merged-en.png"), full_page=True)
+    # role selector: the merged view of one role, each line prefixed by its Worker
+    page.select_option('[data-testid="logs-role"]', "rollout")
+    options = page.locator('[data-testid="logs-worker"] option').all_inner_texts()
+    assert options == ["All Workers (merged)", "demo-rollout-0"]
+    expect(view).to_contain_text("[demo-rollout-0] [rlark] worker joined the Ray cluster")
+    expect(view).not_to_contain_text("[demo-actor-")
+    page.select_option('[data-testid="logs-role"]', "")
     page.select_option('[data-testid="logs-worker"]', "demo-actor-1")
     expect(page.locator('[data-testid="logs-previous"]')).to_be_disabled()  # no restart yet
+    expect(view).to_contain_text("--address=127.0.0.1:6379")  # demo-actor-1's own log is loaded
     # 100k lines through the page's own message handler: the DOM holds only the visible rows
     took = page.evaluate(
         """() => {
