@@ -218,7 +218,23 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
             for c in job.conditions or []
         ],
         "message": localized_message(job.message),
+        "pending": _pending_reasons(job) if tab == "overview" else [],
     }
+
+
+def _pending_reasons(job: Job) -> list[dict[str, Any]]:
+    """Per-role reasons a Pending job's Workers are not running (``jobs.services.pending``, issue 7)."""
+    if job.phase != Phase.PENDING or job.stopped:
+        return []
+    from django.utils.translation import get_language
+
+    from jobs.services.pending import job_pending_reasons
+
+    lang = "en" if (get_language() or "").startswith("en") else "zh-hans"
+    rows = []
+    for role, reasons in job_pending_reasons(job, with_logs=False).items():
+        rows += [{"role": role, **r.to_dict(lang)} for r in reasons]
+    return rows
 
 
 def _parse_time(value: str | None):

@@ -214,3 +214,14 @@ def test_standard_messages_are_shown_in_the_users_language(client, fake, alice):
     assert "全部 3 个 Worker 运行中" in html and "3/3 个 Worker 已就绪" in html
     client.cookies["django_language"] = "en"
     assert "All 3 Workers running" in client.get(f"/jobs/{job.name}/").content.decode()
+
+
+def test_overview_names_why_workers_are_pending(client, fake, alice):
+    job = submit(alice)
+    fake.wait("demo-rollout-0", "ImagePullBackOff", 'Back-off pulling image "rlinf/rlinf:demo-1"')
+    sync_job(job)
+    client.force_login(alice)
+    client.cookies["django_language"] = "en"
+    html = client.get(f"/jobs/{job.name}/?tab=overview").content.decode()
+    assert 'data-testid="pending-reasons"' in html
+    assert "demo-rollout-0" in html and "cannot pull its image" in html
