@@ -269,19 +269,20 @@ class _Upload:
 class TerminalConsumer(_JobSocket):
     """``ws/terminal/jobs/<job>/pods/<pod>/``: a shell in the Pod's ``main`` container.
 
-        Protocol (upstream-rlark 9): binary frames = terminal bytes both ways; text JSON ``resize``,
-        ``file-upload`` (+ binary chunks + ``file-upload-end``), ``file-download`` ->
-        ``file-download-start``/chunks/``file-download-end``, ``file-transfer-done``, ``error``.
-        Additions: server ``ping`` every :attr:`ping_interval` s; optional client flow control
-        ``{"type":"flow","window":bytes}`` + ``{"type":"ack","bytes":n}`` (output pauses while more
-        than ``window`` bytes are unacknowledged). Unknown text frames are dropped.
+    Protocol (upstream-rlark 9): binary frames = terminal bytes both ways; text JSON ``resize``,
+    ``file-upload`` (+ binary chunks + ``file-upload-end``), ``file-download`` ->
+    ``file-download-start``/chunks/``file-download-end``, ``file-transfer-done``, ``error``.
+    Additions: server ``ping`` every :attr:`ping_interval` s; ``closing`` before every close;
+    optional client flow control ``{"type":"flow","window":bytes}`` + ``{"type":"ack","bytes":n}``
+    (output pauses while more than ``window`` bytes are unacknowledged). Unknown text frames are
+    dropped.
 
-        Output path: a reader thread does the blocking ``ExecStream.read`` and puts chunks in a
-        bounded queue (it blocks when the queue is full, so the process blocks on its PTY: back-
-        pressure); a pump task coalesces chunks into frames of up to :attr:`max_frame` bytes, at most
-        one frame every :attr:`frame_interval` seconds while output keeps coming (an isolated echo is sent
-    at once). Closing frees everything: the exec stream
-        (process group killed), the reader thread, the tasks, and writes the audit line.
+    Output path: a reader thread does the blocking ``ExecStream.read`` and puts chunks in a
+    bounded queue (it blocks when the queue is full, so the process blocks on its PTY: back-
+    pressure); a pump task coalesces chunks into frames of up to :attr:`max_frame` bytes, at most
+    one frame every :attr:`frame_interval` seconds while output keeps coming (an isolated echo is
+    sent at once). Closing frees everything: the exec stream (process group killed), the reader
+    thread, the tasks, and writes the audit line.
     """
 
     ping_interval = 25.0
@@ -502,7 +503,10 @@ class TerminalConsumer(_JobSocket):
         await self.send_json({"type": "file-transfer-done", "success": success, "error": error})
 
     async def _upload_start(self, msg: dict) -> None:
-        if self.upload is not None or (self.download_task and not self.download_task.done()):
+        if self.upload is not None:  # its chunks and ours are indistinguishable: fail the running one
+            self.upload.error = self.upload.error or "another upload started before this one finished"
+            return
+        if self.download_task and not self.download_task.done():
             self.upload = _Upload(0, error="another file transfer is in progress")
             return
         size = msg.get("size")
