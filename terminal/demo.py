@@ -76,6 +76,9 @@ def main(argv: list[str] | None = None) -> None:
     users.create_superuser("admin", "", PASSWORD)
     runtime = DirRuntime(base / "rt")
     use_runtime_factory(lambda cluster: runtime)
+    import clusters.runtime.registry as registry
+
+    registry.get_runtime = lambda cluster: runtime  # the rest of the console (job pages, REST API) too
     seed_job(runtime, alice)
     runtime.append_log(NS, "demo-actor-0", _header(0, "Actor"))
     history = "".join(f"[history] line {i} of the earlier run\n" for i in range(args.lines))
