@@ -57,6 +57,7 @@ def test_webterminal_session(demo, page, tmp_path):
     login(page, demo)
     page.goto(demo.url + "/terminal/?job=demo&worker=demo-actor-1&status=Running")
     expect(page.locator('[data-testid="term-status"]')).to_have_text("已连接")
+    expect(page.locator('[data-testid="term-reconnect"]')).to_be_hidden()
     wait_screen(page, r"demo-actor-1:~\$ $")
     workdir = str(demo.runtime_root / "rlark-jobs" / "demo-actor-1" / "work")
     type_line(page, "echo rank=$RLINF_NODE_RANK; pwd")
