@@ -89,8 +89,9 @@ def api(console_server):
     return Api(console_server, key)
 
 
-def job_pids(server) -> dict[str, set[int]]:
-    """Worker -> every host PID of its process group / PID namespace (from the supervisor's state)."""
+def job_pids(server) -> dict[str, set[tuple[int, float]]]:
+    """Worker -> every process of its process group / PID namespace as (PID, start time), from the
+    supervisor's state. The start time makes the checks immune to PID reuse (pid_max is 32768 here)."""
     from clusters.runtime.local.launcher import namespace_members
 
     state_file = Path(server.env["RLARK_VAR_DIR"]) / "local" / "state.json"
@@ -98,16 +99,24 @@ def job_pids(server) -> dict[str, set[int]]:
     out = {}
     for pod in state.get("pods", {}).values():
         if pod.get("job") == JOB and pod.get("pid"):
-            out[pod["name"]] = set(namespace_members(pod["pid"])) | {pod["pid"]}
+            procs = set()
+            for pid in set(namespace_members(pod["pid"])) | {pod["pid"]}:
+                try:
+                    procs.add((pid, psutil.Process(pid).create_time()))
+                except psutil.Error:
+                    pass
+            out[pod["name"]] = procs
     return out
 
 
-def alive(pids: set[int]) -> set[int]:
+def alive(procs: set[tuple[int, float]]) -> set[tuple[int, float]]:
+    """The recorded processes still running (same PID and start time, not a zombie)."""
     left = set()
-    for pid in pids:
+    for pid, started in procs:
         try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                left.add(pid)
+            proc = psutil.Process(pid)
+            if proc.create_time() == started and proc.status() != psutil.STATUS_ZOMBIE:
+                left.add((pid, started))
         except psutil.Error:
             pass
     return left
@@ -216,7 +225,7 @@ def test_demo_job_end_to_end(console_server, api, page, tmp_path):
     wait_for(lambda: child_pid_or_none(console_server, "daphne") not in (None, web), 30, "web server restart")
     wait_for(lambda: _ok(api), 60, "API back")
     assert running_workers(api) and api.status()["phase"] == "Running"
-    assert {k: alive(v) for k, v in job_pids(console_server).items()}.keys() == pids_before.keys()
+    assert all(alive(procs) for procs in pids_before.values())  # the same Worker processes run on
 
     # --- point 5b: kill the Celery worker, stop the job while it is down: the action is not lost
     worker = child_pid(console_server, "worker")
