@@ -46,6 +46,20 @@ def browser_context_args(browser_context_args):
     return {**browser_context_args, "locale": "zh-CN", "viewport": {"width": 1440, "height": 900}}
 
 
+@pytest.fixture(scope="module")
+def orm_beside_playwright():
+    """Playwright's sync API keeps an event loop in the test thread while the test's own ORM calls (and the
+    database flush after each test) stay synchronous. Allowed only for the modules that use this fixture,
+    so the variable never leaks into other tests (``check --deploy`` warns about it)."""
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    if previous is None:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
 @pytest.fixture
 def admin_user(django_user_model):
     return django_user_model.objects.create_superuser("root", "", "root-pass-1")

@@ -3,7 +3,6 @@ a /dev/shm error; the settings form and the Markdown export; zh and en screensho
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 
 import pytest
@@ -19,10 +18,12 @@ from jobs.services.status import log_archive_path
 from tests.conftest import ARTIFACTS
 from tests.test_runcheck import HEAD_LOG, template, worker_log
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("orm_beside_playwright"),
+]
 
-# Playwright's sync API keeps an event loop in this thread; the ORM calls of the fixtures are still synchronous.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 FAILING_HEAD = HEAD_LOG.replace(
     "Current node count: 3\nCluster is ready: 3 nodes available (required: 3).\nRay cluster check passed.\n",

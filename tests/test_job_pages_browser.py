@@ -3,8 +3,6 @@ subtable before and after the first sync, the confirmation dialogs, both languag
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from clusters.models import Cluster
@@ -14,23 +12,13 @@ from jobs.services.sync import sync_job
 from tests.conftest import ARTIFACTS
 from tests.fake_runtime import FakeRuntime, job_document
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("orm_beside_playwright"),
+]
 
 HEAD_READY = ["RLINF_NODE_RANK: 0", "Ray cluster is ready. Printing cluster information:", "Executing run script..."]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _orm_beside_playwright():
-    """Playwright's sync API keeps an event loop in this thread; the test's own ORM calls (and the
-    database flush after each test) are still synchronous. Allowed for this module only, so the
-    variable never leaks into other tests (``check --deploy`` warns about it)."""
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    yield
-    if previous is None:
-        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    else:
-        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture

@@ -112,8 +112,8 @@ def task_plan(job: Job) -> list[dict[str, Any]]:
 def _manifests(job: Job, clusters: dict[str, Cluster]) -> dict[str, TaskManifest]:
     """Task name -> manifest, built by ``jobs.spec.manifests.build_task_manifests`` (shared by runtimes).
 
-    Passes the job's own clusters, its SSH public keys (``spec.sshPublicKeys``, key lines) and the
-    console -> Kubernetes StorageClass names of the storage app.
+    Passes the job's own clusters, its SSH public keys (``spec.sshPublicKeys``, key lines), the
+    console -> Kubernetes StorageClass names of the storage app and the attached RLinf config.
     """
     from jobs.spec.manifests import build_task_manifests
     from storage.models import StorageClass
@@ -124,7 +124,14 @@ def _manifests(job: Job, clusters: dict[str, Cluster]) -> dict[str, TaskManifest
     }
     keys = [k for k in job_spec(job).get("sshPublicKeys") or [] if isinstance(k, str)]
     document = {**(job.spec or {}), "spec": {**job_spec(job), "stopped": job.stopped}}
-    built = build_task_manifests(job.name, document, clusters=clusters, ssh_keys=keys, storage_classes=storage_classes)
+    built = build_task_manifests(
+        job.name,
+        document,
+        clusters=clusters,
+        ssh_keys=keys,
+        storage_classes=storage_classes,
+        rlinf_config=job.rlinf_config,
+    )
     return {m.task: m for m in built}
 
 
@@ -399,7 +406,9 @@ def delete(job: Job, actor=None, request=None) -> None:
                 Job.objects.filter(pk=job.pk).update(stopped=True)
             raise RuntimeError_("; ".join(errors), reason="unreachable")
         _audit(actor, "job.delete", job, request)
+        from domains.services import release_job
         from jobs.services.sync import forget_job_logs
 
         forget_job_logs(job.name)
+        release_job(job.name)  # its Workers' domain IPs are free again (upstream 12.2)
         job.delete()

@@ -45,7 +45,7 @@ from django.utils import timezone
 from clusters.models import Cluster
 from clusters.runtime.base import PodInfo, RuntimeError_
 from jobs.models import Job, Phase, Pod, Task
-from jobs.services import controller, metrics
+from jobs.services import controller, domain_ips, metrics
 from jobs.services.status import DEFAULT_TAIL, get_condition, log_archive_path, set_condition
 
 logger = logging.getLogger(__name__)
@@ -239,6 +239,10 @@ def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool, force: bool
             metrics.sample_during_sync(job)  # CPU/memory samples for the Metrics tab (H8, throttled)
         except Exception:  # noqa: BLE001
             logger.exception("status aggregation of job %s", job.name)
+    try:
+        domain_ips.assign(jobs, full=node_sync)  # seed 04: virtual IPs of Workers in their job's domain
+    except Exception:  # noqa: BLE001 - never let IP bookkeeping stop the sync
+        logger.exception("domain IP allocation")
     return {"clusters": report, "jobs": len(jobs)}
 
 
