@@ -45,7 +45,8 @@ class UIInventory:
     """Clusters and nodes as the wizard shows them (read once per request)."""
 
     def __init__(self) -> None:
-        self.clusters = list(Cluster.objects.all().order_by("name"))
+        # Online clusters first: a new role's default is the first *available* cluster (upstream 7.1).
+        self.clusters = sorted(Cluster.objects.all(), key=lambda c: (c.status != Cluster.Status.ONLINE, c.name))
         self.nodes = list(Node.objects.select_related("cluster").order_by("cluster__name", "name"))
 
     @property

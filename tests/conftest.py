@@ -19,6 +19,17 @@ ARTIFACTS = ROOT / "test-artifacts"
 E2E_ADMIN_PASSWORD = "e2e-admin-pass-1"
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Run browser tests last. Playwright's sync API keeps an asyncio loop running in the main thread
+    for the rest of the session, after which ``asyncio.run`` (Channels and async tests) cannot start;
+    everything else keeps pytest-django's order."""
+    def is_browser(item) -> bool:
+        return item.get_closest_marker("browser") is not None or "page" in getattr(item, "fixturenames", ())
+
+    items[:] = [i for i in items if not is_browser(i)] + [i for i in items if is_browser(i)]
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     """Debian Chromium with the flags this closed network needs; never `playwright install`."""

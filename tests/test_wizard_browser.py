@@ -48,6 +48,13 @@ def step1(page: Page, server, name: str) -> None:
 
 
 def step2(page: Page) -> None:
+    # Other tests of this session may have registered more clusters: pin every role to the demo cluster.
+    for i in range(3):
+        page.click(f"[data-testid=role-tab-{i}]")
+        if page.locator(f"[data-testid=cluster-{i}]").input_value() != "local":
+            page.select_option(f"[data-testid=cluster-{i}]", "local")
+            page.wait_for_load_state("networkidle")
+    page.click("[data-testid=role-tab-0]")
     # Actor (header): pick the label chip; the live count is global.
     page.locator("[data-testid=chips-0] button", has_text="pool=head").click()
     expect(page.locator("[data-testid=selector-0]")).to_have_value("pool=head")
