@@ -273,13 +273,16 @@ def release_missing(domain: Domain, live_pod_keys: Iterable[str]) -> list[str]:
     return keys
 
 
-def sync_domain(domain: Domain, live_pods: dict[str, tuple[str, str]]) -> dict[str, str]:
+def sync_domain(
+    domain: Domain, live_pods: dict[str, tuple[str, str]], keep: Iterable[str] = ()
+) -> dict[str, str]:
     """One reconcile pass for the sync (upstream 12.2, "RLark Console goes further": deterministic across
     clusters). ``live_pods`` maps every existing Pod key (``<cluster>/<namespace>/<pod>``) that uses the domain
     to ``(job, task)``. Addresses of Pods no longer listed are released, then Pods are allocated in sorted key
     order (cluster, namespace, pod), each keeping its address. Returns ``{pod_key: ip}``; a Pod that cannot get
-    an address (domain full) is left out."""
-    release_missing(domain, live_pods.keys())
+    an address (domain full) is left out. ``keep``: more Pod keys whose addresses must not be released
+    (Pods this pass knows nothing about)."""
+    release_missing(domain, set(live_pods) | set(keep))
     out: dict[str, str] = {}
     for key in sorted(live_pods):
         job, task = live_pods[key]

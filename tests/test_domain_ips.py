@@ -69,3 +69,13 @@ def test_delete_releases_addresses(runtimes, alice):  # noqa: F811
     assert IPAllocation.objects.filter(job="demo").count() == 3
     controller.delete(job)
     assert not IPAllocation.objects.exists()
+
+
+def test_full_sync_keeps_addresses_recorded_for_names_that_are_no_console_job(runtimes, alice):  # noqa: F811
+    domain = Domain.objects.create(name="net", cidr="10.3.0.0/24")
+    IPAllocation.objects.create(domain=domain, ip="10.3.0.9", pod_key="edge/rlark-system/robot-0", job="robot-cell")
+    job = _submit(alice, "demo", "net")
+    runtimes["alpha"].set_running()
+    sync_all_clusters(force=True)
+    assert IPAllocation.objects.filter(pod_key="edge/rlark-system/robot-0", ip="10.3.0.9").exists()
+    assert "10.3.0.9" not in _ips(job).values()

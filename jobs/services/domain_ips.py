@@ -25,9 +25,11 @@ def pod_key(pod: Pod) -> str:
 def assign(jobs: list[Job], *, full: bool) -> int:
     """Allocate domain IPs for the live Pods of ``jobs`` and store them on the Pod rows.
 
-    ``full``: ``jobs`` are all jobs that can have live Pods (a whole sync cycle), so addresses of
-    Pods not listed are released, in every domain. Otherwise (one job after an action) addresses
-    are only added. Returns the number of Pod rows whose ``domain_ip`` changed.
+    ``full``: ``jobs`` are all jobs that can have live Pods (a whole sync cycle), so addresses held
+    by Pods of console jobs that are not live any more are released, in every domain (issue 8: "IPs
+    are released when the Pod is deleted"); addresses recorded for names that are no console job
+    (entered by an administrator) are left alone. Otherwise (one job after an action) addresses are
+    only added. Returns the number of Pod rows whose ``domain_ip`` changed.
     """
     domain_of = {job.pk: str((job.spec or {}).get("spec", {}).get("domain") or "") for job in jobs}
     live: dict[str, dict[str, tuple[str, str]]] = defaultdict(dict)
@@ -42,10 +44,12 @@ def assign(jobs: list[Job], *, full: bool) -> int:
             live[domain_of[pod.task.job_id]][key] = (pod.task.job.name, pod.task.name)
     domains = Domain.objects.all() if full else Domain.objects.filter(name__in=set(live))
     ips: dict[str, str] = {}
+    known_jobs = set(Job.objects.values_list("name", flat=True)) if full else set()
     for domain in domains:
         members = live.get(domain.name, {})
         if full:
-            ips.update(domain_services.sync_domain(domain, members))
+            foreign = domain.allocations.exclude(job__in=known_jobs).values_list("pod_key", flat=True)
+            ips.update(domain_services.sync_domain(domain, members, keep=foreign))
         else:
             for key, (job_name, task_name) in sorted(members.items()):
                 try:
