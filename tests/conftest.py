@@ -30,6 +30,15 @@ def pytest_collection_modifyitems(config, items):
     items[:] = [i for i in items if not is_browser(i)] + [i for i in items if is_browser(i)]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _patient_browser_assertions():
+    """Browser assertions wait up to 15 s (default 5 s): on a loaded 2-core CI machine a websocket
+    round trip through the ASGI server can take longer than 5 s; a real failure still fails."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=15_000)
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     """Debian Chromium with the flags this closed network needs; never `playwright install`."""
