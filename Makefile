@@ -12,7 +12,7 @@ install: $(VENV)/.installed static/vendor/.installed locale-compiled
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
+	$(PIP) install -q --upgrade pip "setuptools>=68" wheel
 	$(PIP) install -q -r requirements.lock
 	$(PIP) install -q --no-deps --no-build-isolation -e .
 	touch $@

@@ -104,7 +104,20 @@ def standard_mounts(pod_dir: Path) -> list[Mount]:
         Mount("bind", str(EXAMPLES_DIR), EXAMPLES_MOUNT, read_only=True),
         Mount("bind", str(pod_dir / "home"), POD_HOME),
         Mount("bind", str(pod_dir / "work"), POD_WORK),
+        *host_tmp_mounts(),
     ]
+
+
+def host_tmp_mounts() -> list[Mount]:
+    """A checkout or venv under the host's /tmp would be hidden by the Worker's private /tmp, leaving
+    the Worker without ``python``/``ray``: bind those directories back, read-only, at the same path."""
+    tmp = Path("/tmp")
+    roots: list[Path] = []
+    for path in (SCRIPTS_DIR.parent.parent, Path(sys.prefix), Path(sys.executable).parent):
+        path = path.resolve()
+        if tmp in path.parents and not any(r == path or r in path.parents for r in roots):
+            roots = [r for r in roots if path not in r.parents] + [path]
+    return [Mount("bind", str(r), str(r), read_only=True) for r in roots]
 
 
 def spawn(
