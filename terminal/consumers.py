@@ -211,9 +211,9 @@ class LogsConsumer(_JobSocket):
             await self.send_json({"type": "tick", "at": stamp, "live": bool(self.live_task), "readMs": read_ms})
 
     async def _read_one(self, target: logs.LogTarget, initial: bool, stamp: str):
-        if not target.exists:
+        if not target.exists and target.archive_path(self.previous) is None:
             return None, PodNotFound(target.pod)
-        if self.previous and not target.has_previous:
+        if self.previous and not target.has_previous and target.archive_path(True) is None:
             return None, RuntimeError_("no previous instance", "not_found")
         cursor = self.cursors.get(target.pod)
 

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 from clusters.runtime.base import PodNotFound, Runtime, RuntimeError_
 from terminal.services import ansi
@@ -96,6 +98,14 @@ class LogTarget:
     uid: str
     restart_count: int
     exists: bool = True
+    archive: str = ""  # the sync's copy of this Pod's log once its job stopped or ended ("" = none)
+
+    def archive_path(self, previous: bool) -> Path | None:
+        """The archived log of the current or previous instance, if the sync kept one."""
+        if not self.archive:
+            return None
+        path = Path(self.archive.removesuffix(".log") + ".previous.log") if previous else Path(self.archive)
+        return path if path.is_file() else None
 
     @property
     def identity(self) -> str:
@@ -246,6 +256,7 @@ def resolve_targets(layout: Layout) -> tuple[list[LogTarget], list[str]]:
                 phase=p.phase,
                 uid=p.uid,
                 restart_count=p.container.restart_count,
+                archive=_archive(layout.job, p.name),
             )
     for p in layout.pods:
         task = by_task.get(p.task)
@@ -264,6 +275,7 @@ def resolve_targets(layout: Layout) -> tuple[list[LogTarget], list[str]]:
             uid=p.uid,
             restart_count=p.restart_count,
             exists=task.name not in answered,
+            archive=_archive(layout.job, p.name),
         )
     order = {t.name: t.order for t in layout.tasks}
     return sorted(targets.values(), key=lambda t: (order.get(t.task, 0), t.task, t.ordinal)), warnings
@@ -277,10 +289,36 @@ def _chunks(runtime: Runtime, target: LogTarget, previous: bool, offset: int = 0
     if stamped:
         kwargs["timestamps"] = True
     skip = offset
+    archived = target.archive_path(previous)
+    if archived is not None and not target.exists:
+        return _file_chunks(archived), skip, False
     if offset and accepts(runtime.stream_log, "offset"):
         kwargs["offset"] = offset
         skip = 0
-    return iter(runtime.stream_log(target.namespace, target.pod, **kwargs)), skip, stamped
+    chunks = iter(runtime.stream_log(target.namespace, target.pod, **kwargs))
+    if archived is None:
+        return chunks, skip, stamped
+    try:
+        first = next(chunks)
+    except StopIteration:
+        return iter(()), skip, stamped
+    except PodNotFound:  # gone since the layout was read: the sync's archive has its last lines
+        return _file_chunks(archived), offset, False
+    return itertools.chain([first], chunks), skip, stamped
+
+
+def _archive(job: str, pod: str) -> str:
+    """Path of the sync's archived copy of ``pod``'s log (``jobs.services.status.log_archive_path``)."""
+    from jobs.services.status import log_archive_path
+
+    return str(log_archive_path(job, pod))
+
+
+def _file_chunks(path: Path, size: int = 64 * 1024) -> Iterator[bytes]:
+    """A file's bytes in chunks (constant memory)."""
+    with path.open("rb") as fh:
+        while chunk := fh.read(size):
+            yield chunk
 
 
 def _split(raw: bytes, stamped: bool) -> tuple[str, str | None]:
@@ -446,6 +484,6 @@ def open_download(target: LogTarget, previous: bool = False) -> tuple[bytes, Ite
     """Start streaming the full log: ``(first chunk, rest)``. The first chunk is read eagerly so
     PodNotFound / missing previous instance are raised before a response is started."""
     runtime = runtime_for(target.cluster)
-    it = iter(runtime.stream_log(target.namespace, target.pod, previous=previous))
+    it, skip, _stamped = _chunks(runtime, target, previous)
     first = next(it, b"")
-    return first, it
+    return first[skip:] if skip else first, it
