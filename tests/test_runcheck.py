@@ -288,3 +288,16 @@ def test_markdown_record_follows_seed_template(demo):
     assert "sha256:" + "a" * 64 in md  # the digest the YAML records
     assert "- RLinf `cluster.num_nodes` 和执行模式：3；" in md
     assert SECRET not in md and "HF_TOKEN" not in md and "abc123456" not in md
+
+
+def test_output_defaults_to_the_heads_tensorboard_dir(demo):
+    """No output path set: the head's tensorBoardDir (where the job writes) is checked instead."""
+    job, logs = demo
+    job.run_check = {}
+    job.spec["spec"]["tasks"][0]["tensorBoardDir"] = "/data/ckpt"
+    results = run_checks(gather(job, logs=logs), "en")
+    assert results[4].status == MET, results[4].evidence
+    assert any("Output /data/ckpt:" in line for line in results[4].evidence)
+    job.spec["spec"]["tasks"][0].pop("tensorBoardDir")
+    results = run_checks(gather(job, logs=logs), "en")
+    assert results[4].status != MET

@@ -844,6 +844,9 @@ def gather(job, now: datetime | None = None, logs: dict[str, str] | None = None)
     if head_task is not None and head_task.template_name in templates:
         ordered.insert(0, templates[head_task.template_name])
     runtime_kind = head_task.cluster.runtime if head_task is not None else ""
+    if not settings["output_path"] and ordered and str(ordered[0].get("tensorBoardDir") or "").startswith("/"):
+        # No output path set: the head's TensorBoard directory is where the job says its outputs go.
+        settings = {**settings, "output_path": str(ordered[0]["tensorBoardDir"])}
     secrets = []
     for t in templates.values():
         from jobs.spec.layout import main_container
