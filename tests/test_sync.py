@@ -338,3 +338,21 @@ def test_unchanged_sync_query_count_does_not_grow_with_pods(runtimes, alice):
             sync_job(job)
         counts.append(len(ctx.captured_queries))
     assert counts[0] == counts[1], counts
+
+
+def test_failed_ray_cluster_check_is_not_reported_ready(runtimes, alice):
+    """Seed 05: `Ray cluster is ready` printed after `Warning: Ray cluster check failed` is no ready cluster."""
+    fake = runtimes["alpha"]
+    job = submit(alice)
+    fake.set_running()
+    fake.log(
+        "demo-header-0",
+        "RLINF_NODE_RANK: 0",
+        "Waiting for 3 nodes to join the Ray cluster...",
+        "Warning: Ray cluster check failed, proceeding anyway.",
+        "Ray cluster is ready. Printing cluster information:",
+        "Executing run script...",
+    )
+    job = resync(job)
+    ray = get_condition(job.conditions, "RayClusterReady")
+    assert ray["status"] == "False" and ray["reason"] == "RayClusterCheckFailed"

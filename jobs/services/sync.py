@@ -676,7 +676,7 @@ def _aggregate(job: Job, tasks: list[Task], rows, down: dict[int, str], now: dat
             conditions = set_condition(
                 conditions,
                 "RayClusterReady",
-                bool(ray_ready),
+                bool(ray_ready) and not check_failed,  # seed 05: a failed check hides behind "ready"
                 ("RayClusterCheckFailed" if check_failed else "RayClusterReady") if ray_ready else "WaitingForRay",
                 (CHECK_FAILED if check_failed else "Ray cluster is ready")
                 if ray_ready
