@@ -180,3 +180,14 @@ def test_api_schema_and_docs_need_login(client, alice):
     assert schema.status_code == 200 and b"openapi" in schema.content
     docs = client.get("/api/docs/")
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()
+
+
+@pytest.mark.django_db
+def test_not_found_page_is_the_consoles_own_in_both_languages(client, alice):
+    client.force_login(alice)
+    zh = client.get("/jobs/no-such-job/")
+    assert zh.status_code == 404
+    html = zh.content.decode()
+    assert 'data-testid="not-found"' in html and "未找到" in html and "概览" in html  # navigation stays
+    en = client.get("/jobs/no-such-job/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Not found" in en and "Back to the overview" in en
