@@ -280,7 +280,7 @@ def cmd_plan(client: Client, args) -> int:
         head = " (header)" if r.get("head") else ""
         gpus = "" if r.get("gpus") is None else f"  gpus/worker {r['gpus']}"
         print(f"  {r['name']}{head}: {r['replicas']} worker(s), ranks {r['node_ranks']}, role {r['role']}{gpus}")
-    text = problems_text({"problems": data.get("problems") or []})
+    text = problems_text({"problems": data.get("problems") or [], "warnings": data.get("warnings") or []})
     if text:
         print(text)
     return 0 if status == 200 and data.get("valid") else 1

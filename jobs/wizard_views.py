@@ -492,6 +492,8 @@ def _import_rlinf(request, state: wz.WizardState, inv: UIInventory) -> dict[str,
         "w": sum(wz._int(r.replicas) for r in state.roles),
         "nn": getattr(result, "num_nodes", "?"),
     }
+    for warning in getattr(result, "warnings", []) or []:
+        notice += " " + warning.message(lang)
     return {"notice": notice, "errors": problems}
 
 

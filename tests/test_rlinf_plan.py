@@ -101,3 +101,14 @@ def test_config_problems():
     assert p.problems[0].code == "rlinf_group_invalid"
     p = plan({"cluster": {"num_nodes": 2, "component_placement": {"env": {"node_group": "zz", "placement": 0}}}})
     assert p.problems[0].code == "rlinf_group_unknown"
+
+
+def test_placeholder_interpreter_path_is_a_warning_not_an_error():
+    """rlinf.md 3.9 / 8.2: the charger config ships `/path/to/python`, which fails at start-up."""
+    result = plan((ALL[0].parent / "emb_realworld_charger_sac_cnn_async.yaml").read_text())
+    assert result.valid
+    codes = {(w.code, w.params["value"]) for w in result.warnings}
+    assert codes == {("rlinf_placeholder", "/path/to/python")}
+    assert "/path/to/python" in result.warnings[0].message("en") and "占位值" in result.warnings[0].message()
+    clean = plan("cluster:\n  num_nodes: 1\n  component_placement: {actor: all}\n")
+    assert clean.warnings == []

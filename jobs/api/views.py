@@ -101,6 +101,7 @@ class PlanSerializer(serializers.Serializer):
     workers = serializers.IntegerField()
     roles = PlanRoleSerializer(many=True)
     problems = ProblemSerializer(many=True)
+    warnings = ProblemSerializer(many=True)
 
 
 ERRORS_400 = OpenApiResponse(ValidationSerializer, description="Invalid job: every problem at once")

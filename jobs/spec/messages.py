@@ -251,6 +251,11 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "节点编号表达式 {value} 无效：{detail}",
         "Rank expression {value} is invalid: {detail}",
     ),
+    "rlinf_placeholder": (
+        "RLinf 配置中的 {field} 仍是占位值 {value}：启动时会失败，请替换为目标节点上真实存在的值。",
+        "{field} in the RLinf config is still the placeholder {value}: the run fails at start-up until it is "
+        "replaced with a value that exists on the target node.",
+    ),
     "rlinf_group_invalid": ("node_groups 配置无效：{detail}", "A node group is invalid: {detail}"),
     "rlinf_group_unknown": (
         "component_placement 中的 {component} 引用了不存在的节点组 {group}。",

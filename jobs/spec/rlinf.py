@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from jobs.spec.messages import Problem
+from jobs.spec.messages import WARNING, Problem
 from jobs.spec.ranks import RankErrors, format_ranks, parse_rank_config
 
 RESERVED_LABELS = ("cluster", "node")
@@ -35,6 +35,7 @@ class RLinfPlan:
     num_nodes: int = 0
     roles: list[dict[str, Any]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)  # e.g. placeholder values (rlinf.md 3.9)
 
     @property
     def valid(self) -> bool:
@@ -51,6 +52,7 @@ class RLinfPlan:
             "workers": self.workers,
             "roles": self.roles,
             "problems": [p.to_dict(lang) for p in self.problems],
+            "warnings": [p.to_dict(lang) for p in self.warnings],
         }
 
 
@@ -112,6 +114,7 @@ def plan(config: dict | str) -> RLinfPlan:
     """Plan roles for an RLinf config (mapping or YAML text). Never raises for bad input: see ``problems``."""
     data, problems = load_config(config)
     result = RLinfPlan(problems=problems)
+    warnings = result.warnings
     if data is None:
         return result
     cluster = data.get("cluster")
@@ -205,6 +208,17 @@ def plan(config: dict | str) -> RLinfPlan:
                     )
                 )
             covered |= eranks
+            interpreter = str(item.get("python_interpreter_path") or "")
+            if interpreter and (not interpreter.startswith("/") or "/path/to" in interpreter or "<" in interpreter):
+                # rlinf.md 3.9: the interpreter must exist on that node; a placeholder fails at start-up
+                warnings.append(
+                    Problem(
+                        f"{epath}.python_interpreter_path",
+                        "rlinf_placeholder",
+                        {"field": "python_interpreter_path", "value": interpreter},
+                        severity=WARNING,
+                    )
+                )
             group["env_items"].append(
                 {
                     "index": ei,
