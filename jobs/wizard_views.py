@@ -28,6 +28,7 @@ from django.views.decorators.http import require_POST
 
 from accounts import policy
 from clusters.models import Cluster, Node
+from jobs.models import Job
 from jobs.services import wizard as wz
 from jobs.spec.selectors import SelectorError, matches, parse_selector
 
@@ -291,7 +292,18 @@ def _load_demo(inv: UIInventory) -> tuple[wz.WizardState | None, str]:
         return None, "; ".join(p.message(_lang()) for p in problems)
     state = wz.from_document(document, infer_cluster=inv.infer_cluster)
     state.job_type = wz.DEMO_TYPE
+    state.name = _free_name(state.name)
     return state, ""
+
+
+def _free_name(name: str) -> str:
+    """``name``, or ``name-2``, ``name-3``, ... when a job already has it (job names are unique)."""
+    taken = set(Job.objects.filter(name__startswith=name).values_list("name", flat=True))
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{name}-{n}"
+    return candidate
 
 
 def _replicas_from_match(state: wz.WizardState, i: int, inv: UIInventory) -> None:

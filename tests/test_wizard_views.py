@@ -423,3 +423,13 @@ def test_rlinf_import_shows_the_configs_own_problems(client, admin_user, demo):
     assert re.search(r'name="r1-replicas" value="2"', html)
     empty = post(client, wz.initial_state(["local"]), "import_rlinf").content.decode()
     assert 'data-testid="wizard-notice"' in empty
+
+
+def test_demo_template_proposes_a_free_job_name(client, admin_user, demo):
+    from jobs.models import Job
+
+    client.force_login(admin_user)
+    Job.objects.create(name="cartpole-demo", owner=admin_user, spec={})
+    Job.objects.create(name="cartpole-demo-2", owner=admin_user, spec={})
+    html = client.get("/jobs/new/?type=Demo").content.decode()
+    assert 'value="cartpole-demo-3"' in html
