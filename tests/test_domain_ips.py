@@ -79,3 +79,14 @@ def test_full_sync_keeps_addresses_recorded_for_names_that_are_no_console_job(ru
     sync_all_clusters(force=True)
     assert IPAllocation.objects.filter(pod_key="edge/rlark-system/robot-0", ip="10.3.0.9").exists()
     assert "10.3.0.9" not in _ips(job).values()
+
+
+def test_worker_table_shows_the_domain_ip(runtimes, alice, client):  # noqa: F811
+    Domain.objects.create(name="net", cidr="10.4.0.0/24")
+    job = _submit(alice, "demo", "net")
+    runtimes["alpha"].set_running()
+    sync_job(job)
+    client.force_login(alice)
+    html = client.get("/jobs/demo/?tab=workers", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    ip = _ips(job)["demo-header-0"]
+    assert f"net · {ip}" in html and "Network domain" in html
