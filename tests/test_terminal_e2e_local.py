@@ -22,23 +22,13 @@ import yaml
 from playwright.sync_api import expect
 
 from tests.conftest import ARTIFACTS, E2E_ADMIN_PASSWORD, ROOT
+from tests.test_e2e_local import wait_for
 from tests.test_terminal_browser import READ_BUFFER, screen, type_line, wait_screen
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray, pytest.mark.browser, pytest.mark.timeout(900)]
 
 JOB = "h7-terminal-e2e"
 LOAD = min(4.0, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
-
-
-def _wait(predicate, timeout: float, what: str, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last={last!r}")
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +59,7 @@ def running_job(console_server, tmp_path_factory):
         code, text = api.call("GET", f"/jobs/{JOB}/logs/?tail=1000", raw=True)
         return text if code == 200 else ""
 
-    _wait(lambda: "Global Step" in log(), 120 * LOAD, "the first Global Step")
+    wait_for(lambda: "Global Step" in log(), 120 * LOAD, "the first Global Step")
     yield console_server
     api.call("DELETE", f"/jobs/{JOB}/")
 
@@ -174,5 +164,5 @@ def test_webterminal_on_a_local_worker(running_job, page, tmp_path):
     expect(page.locator('[data-testid="term-status"]')).to_have_text(
         "Session ended (exit code 0). (terminal exited with code 0)", timeout=15_000
     )
-    _wait(lambda: not any(psutil.pid_exists(pid) for pid in shells_before), 15, "the exec process to end")
+    wait_for(lambda: not any(psutil.pid_exists(pid) for pid in shells_before), 15, "the exec process to end")
     assert "Session ended (exit code 0)" in screen(page)
