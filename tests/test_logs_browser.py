@@ -146,6 +146,8 @@ def test_logs_tab_empty_and_gone_states(demo, page):
     page.goto(demo.url + "/terminal/jobs/demo/logs/")
     # an empty Worker log: delete demo-rollout-0's directory (the Pod is gone from the runtime view)
     shutil.rmtree(demo.runtime_root / "rlark-jobs" / "demo-rollout-0")
+    page.reload()  # the page lists the Workers it resolved when it opened
+    page.wait_for_load_state("load")
     page.select_option('[data-testid="logs-worker"]', "demo-rollout-0")
     expect(page.locator('[data-testid="logs-empty"]')).to_contain_text("demo-rollout-0")
     page.screenshot(path=str(ARTIFACTS / "logs-empty-zh.png"), full_page=True)
