@@ -244,38 +244,13 @@ def resolve_targets(layout: Layout) -> tuple[list[LogTarget], list[str]]:
             task = by_task.get(p.task)
             if task is None:
                 continue
-            targets[p.name] = LogTarget(
-                pod=p.name,
-                task=task.name,
-                role=task.template,
-                role_label=task.label,
-                namespace=task.namespace,
-                cluster=task.cluster,
-                ordinal=p.ordinal,
-                rank=task.rank_start + p.ordinal,
-                phase=p.phase,
-                uid=p.uid,
-                restart_count=p.container.restart_count,
-                archive=_archive(layout.job, p.name),
-            )
+            targets[p.name] = _target(layout.job, task, p.name, p.ordinal, p.phase, p.uid, p.container.restart_count)
     for p in layout.pods:
         task = by_task.get(p.task)
         if task is None or p.name in targets:
             continue
-        targets[p.name] = LogTarget(
-            pod=p.name,
-            task=task.name,
-            role=task.template,
-            role_label=task.label,
-            namespace=task.namespace,
-            cluster=task.cluster,
-            ordinal=p.ordinal,
-            rank=task.rank_start + p.ordinal,
-            phase=p.phase,
-            uid=p.uid,
-            restart_count=p.restart_count,
-            exists=task.name not in answered,
-            archive=_archive(layout.job, p.name),
+        targets[p.name] = _target(
+            layout.job, task, p.name, p.ordinal, p.phase, p.uid, p.restart_count, exists=task.name not in answered
         )
     order = {t.name: t.order for t in layout.tasks}
     return sorted(targets.values(), key=lambda t: (order.get(t.task, 0), t.task, t.ordinal)), warnings
@@ -305,6 +280,27 @@ def _chunks(runtime: Runtime, target: LogTarget, previous: bool, offset: int = 0
     except PodNotFound:  # gone since the layout was read: the sync's archive has its last lines
         return _file_chunks(archived), offset, False
     return itertools.chain([first], chunks), skip, stamped
+
+
+def _target(
+    job: str, task: TaskRef, pod: str, ordinal: int, phase: str, uid: str, restarts: int, exists: bool = True
+) -> LogTarget:
+    """The LogTarget of Pod ``pod`` of ``task`` (rank = the Task's rank start + ordinal)."""
+    return LogTarget(
+        pod=pod,
+        task=task.name,
+        role=task.template,
+        role_label=task.label,
+        namespace=task.namespace,
+        cluster=task.cluster,
+        ordinal=ordinal,
+        rank=task.rank_start + ordinal,
+        phase=phase,
+        uid=uid,
+        restart_count=restarts,
+        exists=exists,
+        archive=_archive(job, pod),
+    )
 
 
 def _archive(job: str, pod: str) -> str:
