@@ -2,36 +2,26 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Q
+from django.db.models import Count
 
 from accounts.policy import visible_jobs
 from clusters.models import Cluster
+from clusters.services.nodes import gpu_key, total_free
 from jobs.models import Phase
 
 
 def overview_context(user) -> dict:
     """``{"clusters": [...], "phase_counts": {phase: n}, "recent_jobs": [...], "totals": {...}}``."""
-    clusters = Cluster.objects.annotate(
-        node_count=Count("nodes"),
-        online_count=Count("nodes", filter=Q(nodes__online=True)),
-        cordoned_count=Count("nodes", filter=Q(nodes__unschedulable=True)),
-    ).prefetch_related("nodes")
     cluster_rows = []
-    for cluster in clusters:
-        gpus_total = 0
-        gpus_free = 0
-        for node in cluster.nodes.all():
-            for key, value in node.capacity.items():
-                if key.endswith("/gpu"):
-                    gpus_total += int(value)
-                    free = node.allocatable.get(key, value) - node.used.get(key, 0)
-                    gpus_free += max(0, int(free))
+    for cluster in Cluster.objects.prefetch_related("nodes"):
+        nodes = list(cluster.nodes.all())
+        gpus = [total_free(n, gpu_key(n.capacity, n.allocatable, n.used)) for n in nodes]
         cluster_rows.append(
             {
                 "cluster": cluster,
-                "nodes": list(cluster.nodes.all()),
-                "gpus_total": gpus_total,
-                "gpus_free": gpus_free,
+                "nodes": nodes,
+                "gpus_total": int(sum(total for total, _free in gpus)),
+                "gpus_free": int(sum(free for _total, free in gpus)),
             }
         )
     jobs = visible_jobs(user)

@@ -68,6 +68,7 @@ def test_overview_shows_demo_cluster_and_nodes_after_seed(client):
     for node in ("local-gpu-0", "local-gpu-1", "local-robot-0"):
         assert node in html
     assert "3 nodes" in html
+    assert "16 / 16 GPUs free" in html  # 8 + 8 A100s, the robot node has none
 
 
 @pytest.mark.django_db
