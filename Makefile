@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PORT ?= 8000
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test lint bench clean k8s-build k8s-up k8s-down
 
 install: $(VENV)/.installed static/vendor/.installed locale-compiled
 
@@ -40,7 +40,19 @@ test: install
 	  >/dev/null 2>&1 || echo "could not install chromium"; fi
 	$(VENV)/bin/ruff check .
 	$(PY) manage.py makemigrations --check --dry-run -v0
+	@bash tools/k8s/build.sh >/dev/null || echo "real Kubernetes control plane not built: its tests (-m k8s_real) will skip"
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+k8s-build:
+	bash tools/k8s/build.sh
+
+# A real control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok) on 127.0.0.1;
+# the last line printed is the admin kubeconfig. `make k8s-down` stops it.
+k8s-up: install
+	$(PY) -m tools.k8s.controlplane up
+
+k8s-down:
+	$(PY) -m tools.k8s.controlplane down
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
