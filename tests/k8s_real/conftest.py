@@ -16,6 +16,7 @@ import itertools
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -89,9 +90,49 @@ def wait_for(check: Callable[[], Any], timeout: float, what: str, interval: floa
 class KubeNamespace:
     """One test's namespace on the shared control plane, read through the admin credentials."""
 
-    def __init__(self, cp: ControlPlane, name: str) -> None:
+    def __init__(self, cp: ControlPlane, name: str, log_dir: Path) -> None:
         self.cp = cp
         self.name = name
+        self.log_dir = log_dir
+
+    def write_log(self, pod: str, lines: list[str], previous: list[str] | None = None, append: bool = False) -> Path:
+        """What the Worker's container printed: kwok serves ``pods/log`` (tail, follow, previous) from a file in
+        CRI log format named by a ``Logs`` object, through the real API server. Returns the file."""
+        path = self.log_dir / f"{pod}.log"
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000000Z", time.gmtime())
+        with path.open("a" if append else "w") as f:
+            f.writelines(f"{stamp} stdout F {line}\n" for line in lines)
+        spec: dict[str, Any] = {"containers": ["main"], "logsFile": str(path), "follow": True}
+        if previous is not None:
+            prev = self.log_dir / f"{pod}.previous.log"
+            prev.write_text("".join(f"{stamp} stdout F {line}\n" for line in previous))
+            spec["previousLogsFile"] = str(prev)
+        if not append:
+            self.apply(
+                [
+                    {
+                        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+                        "kind": "Logs",
+                        "metadata": {"name": pod},
+                        "spec": {"logs": [spec]},
+                    }
+                ]
+            )
+        return path
+
+    def allow_exec(self, pod: str, workdir: Path) -> None:
+        """Let ``pods/exec`` into ``pod`` run commands (kwok runs them in ``workdir`` on this machine)."""
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.apply(
+            [
+                {
+                    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+                    "kind": "Exec",
+                    "metadata": {"name": pod},
+                    "spec": {"execs": [{"containers": ["main"], "local": {"workDir": str(workdir)}}]},
+                }
+            ]
+        )
 
     def get(self, kind: str, name: str = "") -> Any:
         args = ["-n", self.name, "get", kind, "-o", "yaml"]
@@ -119,9 +160,10 @@ class KubeNamespace:
 
 
 @pytest.fixture
-def k8s_namespace(control_plane):
+def k8s_namespace(control_plane, tmp_path):
     name = f"rlark-t{os.getpid() % 1000}-{next(_ns_counter)}"
-    yield KubeNamespace(control_plane, name)
+    (tmp_path / "pod-logs").mkdir()
+    yield KubeNamespace(control_plane, name, tmp_path / "pod-logs")
     control_plane.kubectl("delete", "namespace", name, "--ignore-not-found", "--wait=false")
     control_plane.kubectl(
         "delete", "clusterrole,clusterrolebinding", f"rlark-console-nodes-{name}", "--ignore-not-found"

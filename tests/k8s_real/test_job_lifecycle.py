@@ -37,10 +37,10 @@ def test_two_role_job_runs_stops_starts_edits_and_is_deleted(k8s_cluster, k8s_na
     assert resp.status_code == 201, resp.content
 
     # server-side apply: StatefulSets, the head's headless Service, the wrapper-script ConfigMaps
-    assert ns.names("statefulsets") == ["real-a-header", "real-a-rollout"]
+    wait_for(lambda: ns.names("statefulsets") == ["real-a-header", "real-a-rollout"], 20, "both StatefulSets")
     svc = ns.get("service", "real-a-header-ray-head")
     assert svc["spec"]["clusterIP"] == "None"
-    assert ns.names("configmaps") >= ["real-a-header-rlark-scripts", "real-a-rollout-rlark-scripts"]
+    assert {"real-a-header-rlark-scripts", "real-a-rollout-rlark-scripts"} <= set(ns.names("configmaps"))
 
     # the real controller-manager creates ordinal Pods, the scheduler binds them, kwok runs them
     pods = wait_for(lambda: running(ns, 4), 60, "4 Running Pods")
@@ -49,6 +49,7 @@ def test_two_role_job_runs_stops_starts_edits_and_is_deleted(k8s_cluster, k8s_na
     for name in ("real-a-rollout-0", "real-a-rollout-1", "real-a-rollout-2"):
         assert pods[name]["spec"]["nodeName"] in {"gpu-0", "gpu-1", "gpu-2"}  # never the cordoned gpu-3
 
+    ns.write_log("real-a-header-0", ["Starting Ray head", "Ray cluster is ready", "Executing run script..."])
     job = synced("real-a", lambda j: j.phase == "Running", 30, "job Running")
     status = api.get("/api/v1/jobs/real-a/").json()["status"]
     workers = {w["pod"]: w for w in status["workers"]}
