@@ -221,6 +221,13 @@ class Runtime(abc.ABC):
     def exec(self, namespace: str, pod: str, command: list[str] | None = None) -> ExecStream:
         """Open an interactive shell (bash, else sh) in the Pod's ``main`` container."""
 
+    def warning_events(self, namespace: str, kind: str, names: list[str]) -> dict[str, list[PodEvent]]:
+        """Warning events about the ``kind`` objects (``StatefulSet``, ``PersistentVolumeClaim``) named ``names``:
+        ``{name: [PodEvent, ...]}`` newest first, at most 10 each. They explain what has no Pod to show it: a
+        StatefulSet whose Pods the cluster refuses to create (ResourceQuota), a claim that cannot be provisioned.
+        Runtimes without such objects return ``{}``. Raises RuntimeError_ when the cluster cannot be read."""
+        return {}
+
     def pod_metrics(self, namespace: str, job: str) -> dict[str, dict[str, float]] | None:
         """Current CPU (cores) and memory (bytes) per Pod name, or None if not available."""
         return None

@@ -64,6 +64,29 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "Job {job}, role {role}: the volume claim {pvc} of Worker {pod} is not bound. Check that the PVC can be"
         " created and mounted through the chosen StorageClass.",
     ),
+    "storage_class_not_found": (
+        "任务 {job} 的角色 {role}：Worker {pod} 的存储卷 {pvc} 无法创建，因为集群中不存在 StorageClass {sc}。"
+        "请在存储管理中改用集群已有的 StorageClass，或请管理员创建它。",
+        "Job {job}, role {role}: the volume claim {pvc} of Worker {pod} cannot be provisioned because the"
+        " StorageClass {sc} does not exist in the cluster. Choose a StorageClass the cluster has (Storage), or ask"
+        " an administrator to create it.",
+    ),
+    "pvc_provisioning_failed": (
+        "任务 {job} 的角色 {role}：Worker {pod} 的存储卷 {pvc} 无法创建。集群消息：{message}",
+        "Job {job}, role {role}: the volume claim {pvc} of Worker {pod} cannot be provisioned. Cluster message:"
+        " {message}",
+    ),
+    "quota_exceeded": (
+        "任务 {job} 的角色 {role}：集群拒绝创建 Worker {pod} 的 Pod，命名空间的资源配额（ResourceQuota）已用尽。"
+        "请管理员提高配额，或减少任务的副本数和资源请求。集群消息：{message}",
+        "Job {job}, role {role}: the cluster refuses to create the Pod of Worker {pod}: the namespace's"
+        " ResourceQuota is used up. Ask an administrator to raise it, or lower the job's replicas and requests."
+        " Cluster message: {message}",
+    ),
+    "create_failed": (
+        "任务 {job} 的角色 {role}：集群拒绝创建 Worker {pod} 的 Pod。集群消息：{message}",
+        "Job {job}, role {role}: the cluster refuses to create the Pod of Worker {pod}. Cluster message: {message}",
+    ),
     "image_pull": (
         "任务 {job} 的角色 {role}：Worker {pod} 无法拉取镜像（{reason}）：{message}",
         "Job {job}, role {role}: Worker {pod} cannot pull its image ({reason}): {message}",
@@ -133,11 +156,42 @@ class RoleInput:
     requests: dict[str, float] = field(default_factory=dict)
     selector: dict[str, str] = field(default_factory=dict)
     pods: list[PodView] = field(default_factory=list)
+    # Warning events of the role's StatefulSet (``FailedCreate``: quota, admission) and of its volume claims
+    # (``ProvisioningFailed``), newest first: ``[{"reason", "message"}]`` / ``{claim: [{"reason", "message"}]}``
+    workload_events: list[dict[str, Any]] = field(default_factory=list)
+    claims: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+STORAGE_CLASS_RE = re.compile(r'storageclass\.storage\.k8s\.io "(?P<sc>[^"]+)" not found')
+
+
+def _create_refusal(role: RoleInput) -> tuple[str, str] | None:
+    """``(code, message)`` when the runtime refuses to create the role's Pods (seed 05: 尚未出现 Worker)."""
+    for e in role.workload_events:
+        if str(e.get("reason")) == "FailedCreate" and e.get("message"):
+            message = str(e["message"])
+            return ("quota_exceeded" if "exceeded quota" in message else "create_failed"), message
+    return None
+
+
+def _claim_problem(role: RoleInput, pvc: str) -> tuple[str, dict[str, str]] | None:
+    """``(code, params)`` from the Warning events of the claim ``pvc`` (or of any claim of the role when the
+    scheduler did not name it)."""
+    names = [pvc] if pvc in role.claims else sorted(role.claims)
+    for name in names:
+        for e in role.claims.get(name) or []:
+            message = str(e.get("message") or "")
+            if m := STORAGE_CLASS_RE.search(message):
+                return "storage_class_not_found", {"pvc": name, "sc": m.group("sc")}
+            if str(e.get("reason")) == "ProvisioningFailed" and message:
+                return "pvc_provisioning_failed", {"pvc": name, "message": message}
+    return None
 
 
 @dataclass
 class PendingReason:
-    """One reason. ``code`` in ``no_pod|unschedulable|pvc_unbound|image_pull|prepare_running|starting``;
+    """One reason. ``code`` in ``no_pod|quota_exceeded|create_failed|unschedulable|pvc_unbound|
+    storage_class_not_found|pvc_provisioning_failed|image_pull|prepare_running|starting``;
     ``resource`` e.g. ``nvidia.com/gpu need 8, free 3`` (unschedulable only, "" when unknown)."""
 
     code: str
@@ -223,7 +277,11 @@ def role_reasons(role: RoleInput, nodes: list[NodeView]) -> list[PendingReason]:
         pod = pods.get(ordinal)
         name = pod.name if pod else f"{role.task}-{ordinal}"
         if pod is None:
-            out.append(PendingReason("no_pod", role.role, name, base))
+            refusal = _create_refusal(role)
+            if refusal is not None:
+                out.append(PendingReason(refusal[0], role.role, name, {**base, "message": refusal[1]}))
+            else:
+                out.append(PendingReason("no_pod", role.role, name, base))
             continue
         state = pod.container or {}
         running = pod.phase == "Running" and state.get("state") in ("running", None, "")
@@ -231,7 +289,11 @@ def role_reasons(role: RoleInput, nodes: list[NodeView]) -> list[PendingReason]:
             continue
         pvc = _pvc(pod)
         if pvc is not None:
-            out.append(PendingReason("pvc_unbound", role.role, name, {**base, "pvc": pvc}))
+            problem = _claim_problem(role, pvc)
+            if problem is not None:
+                out.append(PendingReason(problem[0], role.role, name, {**base, **problem[1]}))
+            else:
+                out.append(PendingReason("pvc_unbound", role.role, name, {**base, "pvc": pvc}))
             continue
         if pod.phase == "Pending" and _is_unschedulable(pod):
             message = _scheduler_message(pod)
@@ -308,7 +370,7 @@ def role_inputs(job, with_logs: bool = True) -> list[RoleInput]:
 
     templates = {str(t.get("name")): t for t in job_spec(job).get("tasks") or [] if isinstance(t, dict)}
     out = []
-    for task in job.tasks.prefetch_related("pods").order_by("order"):
+    for task in job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"):
         template = templates.get(task.template_name, {})
         pods = []
         for p in task.pods.all():
@@ -330,18 +392,55 @@ def role_inputs(job, with_logs: bool = True) -> list[RoleInput]:
                     last_stage=last_stage,
                 )
             )
-        out.append(
-            RoleInput(
-                job=job.name,
-                role=task.display_role or task.template_name,
-                task=task.name,
-                replicas=task.replicas if not job.stopped else 0,
-                requests=_requests_of(template),
-                selector=_selector_of(template),
-                pods=pods,
-            )
+        role = RoleInput(
+            job=job.name,
+            role=task.display_role or task.template_name,
+            task=task.name,
+            replicas=task.replicas if not job.stopped else 0,
+            requests=_requests_of(template),
+            selector=_selector_of(template),
+            pods=pods,
         )
+        if with_logs:
+            _add_workload_events(task, template, role)
+        out.append(role)
     return out
+
+
+def _claims_of(template: dict) -> list[str]:
+    spec = ((template.get("kubernetes") or {}).get("workload") or {}).get("template") or {}
+    volumes = (spec.get("spec") or {}).get("volumes") or []
+    return [
+        str(v["persistentVolumeClaim"]["claimName"])
+        for v in volumes
+        if isinstance(v, dict)
+        and isinstance(v.get("persistentVolumeClaim"), dict)
+        and v["persistentVolumeClaim"].get("claimName")
+    ]
+
+
+def _add_workload_events(task, template: dict, role: RoleInput) -> None:
+    """Ask the runtime for the Warning events that explain a role without Pods (its StatefulSet) or with an
+    unbound claim (its PVCs); only then, so a healthy job costs no call. An unreachable cluster adds nothing."""
+    from clusters.runtime.base import RuntimeError_
+    from clusters.runtime.registry import get_runtime
+
+    missing_pod = len(role.pods) < role.replicas
+    claims = _claims_of(template)
+    unbound = any(_pvc(p) is not None for p in role.pods)
+    if not (missing_pod or (claims and unbound)):
+        return
+    try:
+        runtime = get_runtime(task.cluster)
+        namespace = task.cluster.namespace
+        if missing_pod:
+            events = runtime.warning_events(namespace, "StatefulSet", [task.name]).get(task.name, [])
+            role.workload_events = [{"reason": e.reason, "message": e.message} for e in events]
+        if claims and unbound:
+            found = runtime.warning_events(namespace, "PersistentVolumeClaim", claims)
+            role.claims = {c: [{"reason": e.reason, "message": e.message} for e in found.get(c, [])] for c in claims}
+    except RuntimeError_:
+        return
 
 
 def node_views(job) -> list[NodeView]:

@@ -200,3 +200,18 @@ def k8s_cluster(control_plane, k8s_namespace, k8s_settings, admin_user, db):
     )
     assert resp.status_code == 201, resp.content
     return Cluster.objects.get(name="kwok-a")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On a failure, attach the test namespace's events and Pods: what the real controllers said."""
+    outcome = yield
+    report = outcome.get_result()
+    ns = item.funcargs.get("k8s_namespace") if hasattr(item, "funcargs") else None
+    if report.when == "call" and report.failed and isinstance(ns, KubeNamespace):
+        try:
+            events = ns.kubectl("get", "events", "--sort-by=.lastTimestamp", timeout=10)
+            pods = ns.kubectl("get", "pods,statefulsets,pvc", "-o", "wide", timeout=10)
+        except ControlPlaneError as exc:
+            events, pods = str(exc), ""
+        report.sections.append(("kubernetes", f"{pods}\n{events}"))

@@ -41,7 +41,7 @@ def task(
         "name": name,
         "head": head,
         "agentType": "Kubernetes",
-        "role": role or name.title(),
+        "role": role or ("Actor" if head else name.title()),
         "cluster": cluster,
         "nodeSelector": dict(selector),
         "kubernetes": {"workload": {"kind": "StatefulSet", "replicas": replicas, "template": {"spec": spec}}},

@@ -492,6 +492,34 @@ class KubernetesRuntime(Runtime):
         out.sort(key=lambda p: (p.task, p.ordinal))
         return out
 
+    def warning_events(self, namespace: str, kind: str, names: list[str]) -> dict[str, list[PodEvent]]:
+        wanted = set(names)
+        if not wanted:
+            return {}
+        raw = self._json(
+            self.core.list_namespaced_event,
+            namespace,
+            field_selector=f"involvedObject.kind={kind},type=Warning",
+            what="events",
+        )
+        out: dict[str, list[PodEvent]] = {}
+        for ev in raw.get("items") or []:
+            target = (ev.get("involvedObject") or {}).get("name")
+            if target in wanted:
+                out.setdefault(target, []).append(
+                    PodEvent(
+                        type="Warning",
+                        reason=ev.get("reason", ""),
+                        message=ev.get("message", ""),
+                        last_time=_ts(ev.get("lastTimestamp") or ev.get("eventTime") or ev.get("firstTimestamp")),
+                        count=int(ev.get("count") or 1),
+                    )
+                )
+        for target, evs in out.items():
+            evs.sort(key=lambda e: e.last_time.timestamp() if e.last_time else 0.0, reverse=True)
+            out[target] = evs[:10]
+        return out
+
     def watch_pods(
         self, namespace: str, job: str, resource_version: str = "", timeout_seconds: int = 30
     ) -> Iterator[tuple[str, Any, str]]:
