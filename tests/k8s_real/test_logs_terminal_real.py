@@ -1,0 +1,115 @@
+"""Issue 11 point 5: the Logs tab (tail, live), the full download and the WebTerminal end to end through the REAL
+API server's ``pods/log`` and ``pods/exec`` (kwok plays the kubelet: it serves the log file named by a ``Logs``
+object and runs exec commands in a scratch directory), through the console's Channels consumers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from django.test import Client
+from rest_framework.test import APIClient
+
+from terminal.services.runtimes import use_runtime_factory
+from terminal.testing import session_cookie, ws_communicator
+from tests.k8s_real.conftest import wait_for
+from tests.k8s_real.jobs import document, running, synced, task
+
+pytestmark = [pytest.mark.k8s_real, pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
+POD = "logs-a-header-0"
+
+
+@pytest.fixture
+def running_job(k8s_cluster, k8s_namespace, alice, tmp_path):
+    use_runtime_factory(None)  # the real registry: KubernetesRuntime for this cluster
+    api = APIClient()
+    api.force_authenticate(alice)
+    doc = document("logs-a", task("header", head=True, replicas=1, selector={"kubernetes.io/hostname": "cpu-0"}))
+    assert api.post("/api/v1/jobs/", doc, format="json").status_code == 201
+    wait_for(lambda: running(k8s_namespace, 1), 60, "header Running")
+    lines = ["Starting Ray head", "Ray cluster is ready", "Executing run script..."]
+    k8s_namespace.write_log(POD, lines, previous=["old instance line", "Run script exited with code 137"])
+    k8s_namespace.allow_exec(POD, tmp_path / "worker-root")
+    synced("logs-a", lambda j: j.phase == "Running", 30, "job Running")
+    steps = [f"Global Step {i}/5000 loss=0.{i:04d}" for i in range(1, 5001)]
+    k8s_namespace.write_log(POD, steps, append=True)
+    return k8s_namespace
+
+
+async def _read_all(chunks) -> bytes:
+    return b"".join([chunk async for chunk in chunks])
+
+
+def test_log_tail_and_full_download_through_pods_log(running_job, alice):
+    client = Client()
+    client.force_login(alice)
+    html = client.get("/jobs/logs-a/log/", {"pod": POD}).content.decode()
+    assert "Global Step 5000/5000" in html
+    assert "Ray cluster is ready" not in html  # the tail (last 1,000 lines), not the whole log
+    html = client.get("/jobs/logs-a/log/", {"pod": POD, "previous": "1"}).content.decode()
+    assert "Run script exited with code 137" in html
+
+    resp = client.get("/terminal/jobs/logs-a/logs/download/", {"pod": POD})
+    assert resp.status_code == 200
+    body = async_to_sync(_read_all)(resp.streaming_content).decode()
+    assert body.count("\n") == 5003
+    assert body.startswith("Starting Ray head\nRay cluster is ready\nExecuting run script...\n")
+    assert body.endswith("Global Step 5000/5000 loss=0.5000\n")
+
+
+@pytest.mark.asyncio
+async def test_live_logs_follow_new_lines(running_job, alice):
+    comm = ws_communicator("/ws/terminal/jobs/logs-a/logs/", await sync_to_async(session_cookie)(alice))
+    assert (await comm.connect(timeout=15))[0]
+    targets = json.loads(await comm.receive_from(timeout=15))
+    assert POD in [t["pod"] for t in targets["targets"]]
+    await comm.send_to(text_data=json.dumps({"type": "subscribe", "pods": [POD], "live": True}))
+    seen: list[str] = []
+
+    async def until(needle: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(needle in line for line in seen):
+            assert time.monotonic() < deadline, seen[-5:]
+            msg = json.loads(await comm.receive_from(timeout=timeout))
+            if msg["type"] == "lines":
+                seen.extend(line["t"] for line in msg["lines"])
+
+    await until("Global Step 5000/5000")
+    await sync_to_async(running_job.write_log)(POD, ["Global Step 5001/5000 live line"], append=True)
+    await until("live line")
+    await comm.disconnect()
+
+
+@pytest.mark.asyncio
+async def test_web_terminal_through_pods_exec(running_job, alice, tmp_path):
+    comm = ws_communicator(f"/ws/terminal/jobs/logs-a/pods/{POD}/", await sync_to_async(session_cookie)(alice))
+    connected, _ = await comm.connect(timeout=15)
+    assert connected
+    out = b""
+
+    async def until(needle: bytes, timeout: float = 20) -> None:
+        nonlocal out
+        deadline = time.monotonic() + timeout
+        while needle not in out:
+            assert time.monotonic() < deadline, out[-500:]
+            msg = await asyncio.wait_for(comm.output_queue.get(), timeout)
+            assert msg["type"] != "websocket.close", (msg, out[-500:])
+            if msg.get("bytes"):
+                out += msg["bytes"]
+
+    await comm.send_to(text_data=json.dumps({"type": "resize", "rows": 30, "cols": 100}))
+    await comm.send_to(bytes_data=b"echo rlark-$((6*7)); pwd; stty size\r")
+    await until(b"rlark-42")
+    await until(str(tmp_path / "worker-root").encode())
+    await until(b"30 100")  # the resize reached the TTY through the API server
+    await comm.send_to(bytes_data=b"exit 3\r")
+    while True:
+        msg = await asyncio.wait_for(comm.output_queue.get(), 20)
+        if msg["type"] == "websocket.close":
+            break
+    # kwok's exec server reports a failed command without its exit code (it wraps os/exec's error), so the
+    # real API server's status carries none; the code itself is covered against the fake (test_terminal_k8s).
+    assert msg["code"] == 1000 and msg["reason"].startswith("terminal exited with code"), msg
