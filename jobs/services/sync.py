@@ -372,6 +372,11 @@ def observe_job(job: Job, pods_by_task: dict[str, list[PodInfo]], down: dict[int
                     signals = (row.container_state or {}).get("signals")
                     if signals:
                         values["container_state"]["signals"] = signals
+                replaced = (row.container_state or {}).get("replaced")
+                if replaced is None and row.uid and info.uid != row.uid and _lost(job, row):
+                    replaced = {"uid": row.uid}
+                if replaced is not None:  # kept for the rest of this attempt (a new attempt deletes the rows)
+                    values["container_state"]["replaced"] = replaced
                 for key, value in values.items():
                     if getattr(row, key) != value:
                         setattr(row, key, value)
@@ -383,6 +388,15 @@ def observe_job(job: Job, pods_by_task: dict[str, list[PodInfo]], down: dict[int
                     if row.phase not in ("Succeeded", "Failed", "Stopped"):
                         row.phase = "Stopped"
                         updates.setdefault(row.pk, (row, set()))[1].add("phase")
+                elif _lost(job, row):
+                    # Gone between two syncs while the job ran (deleted, evicted, or Failed and replaced by its
+                    # StatefulSet before we looked): the Worker's Ray node is lost; keep the row to say so.
+                    row.phase, row.reason = "Failed", "PodDeleted"
+                    row.message = "the Pod disappeared while the job was running"
+                    row.container_state = {**(row.container_state or {}), "replaced": {"uid": row.uid}}
+                    updates.setdefault(row.pk, (row, set()))[1].update(
+                        {"phase", "reason", "message", "container_state"}
+                    )
                 else:
                     deletes.append(row.pk)
                     del rows[task.pk][name]
@@ -402,6 +416,11 @@ def observe_job(job: Job, pods_by_task: dict[str, list[PodInfo]], down: dict[int
     if terminal_now:
         controller.reconcile(job)  # finished: scale every Task to 0 (upstream-rlark 4.8, goes further)
     return job
+
+
+def _lost(job: Job, row: Pod) -> bool:
+    """A Worker that was running in a running job (so a missing or new Pod means its Ray node died)."""
+    return job.phase == Phase.RUNNING and row.phase == "Running" and not job.stopped and not _stale(job, row)
 
 
 def _stale(job: Job, pod: Pod) -> bool:
@@ -518,6 +537,17 @@ def _worker_failures(job: Job, task: Task, row: Pod, now: datetime) -> list[_Fai
                     "HeaderExited", f"{who} exited with code {row.exit_code}{stage}{detail}", task.name, row.name, True
                 )
             )
+        elif sig.get("runExit") is None and state.get("replaced"):
+            out.append(
+                _Failure(
+                    "HeaderReplaced",
+                    f"{who} was replaced by a new Pod (the previous one was deleted or evicted): a new Ray head"
+                    f" loses the cluster{stage}{detail}",
+                    task.name,
+                    row.name,
+                    True,
+                )
+            )
         elif sig.get("runExit") is None and row.restart_count > 0:
             out.append(
                 _Failure(
@@ -539,10 +569,26 @@ def _worker_failures(job: Job, task: Task, row: Pod, now: datetime) -> list[_Fai
                     False,
                 )
             )
-        elif row.exit_code not in (None, 0):
+        elif state.get("replaced"):
             out.append(
                 _Failure(
-                    "WorkerExited", f"{who} exited with code {row.exit_code}{stage}{detail}", task.name, row.name, False
+                    "WorkerReplaced",
+                    f"{who} was replaced by a new Pod (the previous one failed, was deleted or evicted): its Ray"
+                    f" node left the cluster{stage}{detail}",
+                    task.name,
+                    row.name,
+                    False,
+                )
+            )
+        elif row.exit_code not in (None, 0):
+            restarts = f" (restarted {row.restart_count} times)" if row.restart_count else ""
+            out.append(
+                _Failure(
+                    "WorkerExited",
+                    f"{who} exited with code {row.exit_code}{restarts}{stage}{detail}",
+                    task.name,
+                    row.name,
+                    False,
                 )
             )
     if row.restart_count >= CRASHLOOP_LIMIT and not out:

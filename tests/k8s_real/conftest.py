@@ -159,11 +159,16 @@ class KubeNamespace:
         return self.cp.kubectl("-n", self.name, *args, **kw)
 
 
+NAMESPACE_KEY = pytest.StashKey["KubeNamespace"]()
+
+
 @pytest.fixture
-def k8s_namespace(control_plane, tmp_path):
+def k8s_namespace(control_plane, tmp_path, request):
     name = f"rlark-t{os.getpid() % 1000}-{next(_ns_counter)}"
     (tmp_path / "pod-logs").mkdir()
-    yield KubeNamespace(control_plane, name, tmp_path / "pod-logs")
+    ns = KubeNamespace(control_plane, name, tmp_path / "pod-logs")
+    request.node.stash[NAMESPACE_KEY] = ns  # for the failure report below
+    yield ns
     control_plane.kubectl("delete", "namespace", name, "--ignore-not-found", "--wait=false")
     control_plane.kubectl(
         "delete", "clusterrole,clusterrolebinding", f"rlark-console-nodes-{name}", "--ignore-not-found"
@@ -207,11 +212,17 @@ def pytest_runtest_makereport(item, call):
     """On a failure, attach the test namespace's events and Pods: what the real controllers said."""
     outcome = yield
     report = outcome.get_result()
-    ns = item.funcargs.get("k8s_namespace") if hasattr(item, "funcargs") else None
-    if report.when == "call" and report.failed and isinstance(ns, KubeNamespace):
+    ns = item.stash.get(NAMESPACE_KEY, None)
+    if report.when in ("setup", "call") and report.failed and isinstance(ns, KubeNamespace):
         try:
             events = ns.kubectl("get", "events", "--sort-by=.lastTimestamp", timeout=10)
-            pods = ns.kubectl("get", "pods,statefulsets,pvc", "-o", "wide", timeout=10)
+            pods = ns.kubectl("get", "pods,statefulsets,pvc,controllerrevisions", "-o", "wide", timeout=10)
         except ControlPlaneError as exc:
             events, pods = str(exc), ""
-        report.sections.append(("kubernetes", f"{pods}\n{events}"))
+        try:
+            from jobs.models import Task
+
+            tasks = "\n".join(f"task {t.name}: replicas={t.replicas} message={t.message!r}" for t in Task.objects.all())
+        except Exception as exc:  # noqa: BLE001 - diagnostics only
+            tasks = repr(exc)
+        report.sections.append(("kubernetes", f"{pods}\n{events}\n{tasks}"))
