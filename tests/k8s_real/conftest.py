@@ -54,7 +54,7 @@ def control_plane():
     if missing:
         _unavailable(f"{', '.join(missing)} not built in {bin_dir()} (run `make k8s-build`; needs Go + module proxy)")
     try:
-        cp = ControlPlane.start()
+        cp = ControlPlane.start(die_with_parent=True)
     except ControlPlaneError as exc:
         _unavailable(str(exc))
     try:

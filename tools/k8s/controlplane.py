@@ -224,6 +224,7 @@ class ControlPlane:
     kwok_port: int = field(default_factory=free_port)
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
+    die_with_parent: bool = False  # tests: a killed pytest must not leave a control plane behind
 
     @property
     def server(self) -> str:
@@ -238,7 +239,9 @@ class ControlPlane:
         return self.work / "pki"
 
     @classmethod
-    def start(cls, bins: Path | None = None, work: Path | None = None, timeout: float = 90) -> ControlPlane:
+    def start(
+        cls, bins: Path | None = None, work: Path | None = None, timeout: float = 90, die_with_parent: bool = False
+    ) -> ControlPlane:
         """Start every component and wait until the API server is healthy and the default ServiceAccount of
         ``default`` exists (the controller-manager runs). Raises ControlPlaneError."""
         bins = bins or bin_dir()
@@ -248,7 +251,7 @@ class ControlPlane:
         work = work or Path(tempfile.mkdtemp(prefix="rlark-k8s-"))
         work.mkdir(parents=True, exist_ok=True)
         (work / "logs").mkdir(exist_ok=True)
-        cp = cls(bins=bins, work=work)
+        cp = cls(bins=bins, work=work, die_with_parent=die_with_parent)
         _write_pki(cp.pki)
         _admin_kubeconfig(cp.admin_kubeconfig, cp.server, cp.pki)
         try:
@@ -275,6 +278,7 @@ class ControlPlane:
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # its own process group: stopped by PGID, survives `make k8s-up`'s exit
             cwd=self.work,
+            preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509 - only prctl
         )
         log.close()
         self.procs[name] = proc
@@ -477,6 +481,13 @@ class ControlPlane:
             "server": self.server,
             "kubeconfig": str(self.admin_kubeconfig),
         }
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL me when the process that started me dies (Linux PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
 
 
 def _kill_group(pid: int, grace: float, proc: subprocess.Popen | None = None) -> None:

@@ -3,7 +3,10 @@
 - One ``ApiClient`` per cluster, built from the decrypted kubeconfig with
   ``kubernetes.config.new_client_from_config_dict`` (or the in-cluster service account); the library's global
   default configuration is never touched, so many clusters with different credentials coexist.
-- urllib3 retries are off (a dead cluster answers fast and never stalls the sync of the others); every call
+- urllib3 retries only what the real API server does to a pooled keep-alive connection (closes it: ``Connection
+  aborted``), once, with :class:`StaleConnectionRetry`; timeouts and refused connections are never retried, so a dead
+  cluster answers fast and never stalls the sync of the others (found against the real kube-apiserver: an apply
+  right after a pause failed with "connection failed" about one time in twenty); every call
   gets an explicit ``(connect, read)`` timeout (settings ``RLARK_K8S_CONNECT_TIMEOUT`` / ``RLARK_K8S_READ_TIMEOUT``,
   seconds, default 3 / 15).
 - :func:`translate` maps every failure to ``RuntimeError_`` with a reason and a message that never contains
@@ -21,8 +24,27 @@ from django.conf import settings
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import ProtocolError
+from urllib3.util.retry import Retry
 
 from clusters.runtime.base import PodNotFound, RuntimeError_
+
+
+class StaleConnectionRetry(Retry):
+    """One retry of a request whose pooled connection the server had already closed (urllib3 ``ProtocolError``:
+    ``Connection aborted`` / ``reset``), for every method: each call the console makes is idempotent (server-side
+    apply, scale, delete, get/list). Anything else (timeouts, refused or failed connects, HTTP statuses) is not a
+    read error here, so it exhausts ``other``/``connect`` at once and fails as before."""
+
+    def _is_read_error(self, err: Exception) -> bool:
+        return isinstance(err, ProtocolError)
+
+
+def retries() -> Retry:
+    return StaleConnectionRetry(
+        total=1, connect=0, read=1, redirect=0, status=0, other=0, allowed_methods=None, raise_on_status=False
+    )
+
 
 _CACHE: dict[tuple, k8s.ApiClient] = {}
 _LOCK = threading.Lock()
@@ -47,7 +69,7 @@ def build_api_client(cluster: Any) -> k8s.ApiClient:
 
     Raises RuntimeError_(reason="invalid") for a kubeconfig that cannot be parsed or has no usable context."""
     cfg = k8s.Configuration()
-    cfg.retries = 0
+    cfg.retries = retries()
     try:
         if cluster.in_cluster:
             k8s_config.load_incluster_config(client_configuration=cfg)
@@ -65,7 +87,7 @@ def build_api_client(cluster: Any) -> k8s.ApiClient:
         raise RuntimeError_("invalid kubeconfig: not valid YAML", reason="invalid") from None
     except Exception as exc:  # bad base64 cert data, missing files ...
         raise RuntimeError_(f"invalid kubeconfig: {type(exc).__name__}", reason="invalid") from None
-    api.configuration.retries = 0
+    api.configuration.retries = retries()
     api.user_agent = "rlark-console"
     return api
 
