@@ -35,8 +35,14 @@ class Command(BaseCommand):
         sys.stdout.flush()
         sys.stderr.flush()
         os.chdir(settings.BASE_DIR)
+        # Workers never see the console's state: var/, the database's directory, the local root.
+        hide = [str(settings.VAR_DIR), str(settings.RLARK_LOCAL_ROOT)]
+        db = settings.DATABASES["default"]
+        if "sqlite" in db.get("ENGINE", "") and str(db.get("NAME", "")).startswith("/"):
+            hide.append(os.path.dirname(str(db["NAME"])))
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join(p for p in [str(settings.BASE_DIR), os.environ.get("PYTHONPATH")] if p),
+            "RLARK_LOCAL_HIDE": os.pathsep.join(hide),
         }
         os.execve(sys.executable, argv, env)
