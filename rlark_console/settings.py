@@ -207,6 +207,11 @@ LOGGING = {
     "loggers": {"rlark.audit": {"level": "INFO"}, "django.channels.server": {"level": "WARNING"}},
 }
 
+# Log archive (jobs.services.log_archive): per-job cap on the compressed logs kept after Stop/Delete
+# (a job's own ``log_archive_max_bytes``, set by an admin, wins), and how long a deleted job's logs stay.
+RLARK_LOG_ARCHIVE_MAX_BYTES = int(os.environ.get("RLARK_LOG_ARCHIVE_MAX_BYTES", str(256 * 2**20)))
+RLARK_LOG_ARCHIVE_RETENTION_DAYS = float(os.environ.get("RLARK_LOG_ARCHIVE_RETENTION_DAYS", "30"))
+
 # The local runtime keeps Pod working directories, logs and storage under here.
 RLARK_LOCAL_ROOT = Path(os.environ.get("RLARK_LOCAL_ROOT", VAR_DIR / "local"))
 

@@ -62,6 +62,10 @@ BACKOFF_MAX = 300.0
 BACKOFF_RESET = 600.0
 TICK = 0.5
 SCRIPTS_VOLUME = "rlark-scripts"
+# A Worker found gone when the supervisor starts (a host reboot, or its process groups were killed): the
+# container is restarted in place with this reason (``last_reason`` of the new instance, issue 16 point 4).
+RUNTIME_RESTARTED = "RuntimeRestarted"
+RUNTIME_RESTARTED_MESSAGE = "the local runtime restarted"
 PORT_LOCK_DIR = Path(os.environ.get("RLARK_LOCAL_PORT_LOCKS", "/tmp/rlark-local-ports"))
 
 
@@ -173,7 +177,7 @@ class Supervisor:
                 # now belongs to another process means the group is gone: signal nothing.
                 if not psutil.pid_exists(pid):
                     launcher.kill_group(pid, grace=0.5)
-                self._container_exited(key, None, "Unknown")
+                self._container_exited(key, None, RUNTIME_RESTARTED, RUNTIME_RESTARTED_MESSAGE)
         self._dirty = True
 
     def _save(self) -> None:
@@ -407,11 +411,11 @@ class Supervisor:
             self.procs.pop(pkey, None)
             self._container_exited(pkey, code, "Completed" if code == 0 else ("Error" if code else "Unknown"))
 
-    def _container_exited(self, pkey: str, code: int | None, reason: str) -> None:
+    def _container_exited(self, pkey: str, code: int | None, reason: str, message: str = "") -> None:
         pod = self.state["pods"][pkey]
         c = pod["container"]
         ran = time.time() - (pod.get("container_started_ts") or time.time())
-        c.update(state="terminated", reason=reason, exit_code=code, finished_at=now_iso(), ready=False, message="")
+        c.update(state="terminated", reason=reason, exit_code=code, finished_at=now_iso(), ready=False, message=message)
         self._free_block(pod.get("port_base"))
         pod.update(pid=None, pid_create_time=None, port_base=None, adopted=False)
         if ran >= BACKOFF_RESET:
@@ -780,6 +784,7 @@ class Supervisor:
             if c.get("state") == "terminated":
                 c["last_exit_code"] = c.get("exit_code")
                 c["last_reason"] = c.get("reason", "")
+                c["last_message"] = c.get("message", "")
             c["restart_count"] = c.get("restart_count", 0) + 1
         pod["runs"] = pod.get("runs", 0) + 1
         started = now_iso()
