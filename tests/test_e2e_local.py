@@ -150,6 +150,7 @@ def test_demo_job_end_to_end(console_server, api, page, tmp_path):
     timings: dict[str, float] = {}
     output = tmp_path / "output"
     output.mkdir()
+    output.chmod(0o1777)  # the Workers run as an unprivileged uid (issue 16): an existing hostPath must let them write
     document = yaml.safe_load((ROOT / "examples/demo/job.yaml").read_text())
     document["metadata"]["name"] = JOB
     header = document["spec"]["tasks"][0]
@@ -521,3 +522,30 @@ def _ok_job(api: Api, name: str) -> bool:
         return api.call("GET", f"/jobs/{name}/", timeout=5)[0] == 200
     except OSError:
         return False
+
+
+def test_full_head_log_downloadable_after_stop_and_after_delete(console_server, api):
+    """Issue 16 point 5 on the real console and real Ray: a 5,000-line header log with the wrapper's
+    ``Executing run script...`` marker is downloadable in full after Stop and, from the log archive, after
+    Delete."""
+    name, lines = "e2e-longlog", 5000
+    script = f'for i in $(seq 1 {lines}); do echo "Global Step: $i/{lines}"; done; echo ALL-WRITTEN; sleep 3600'
+    code, body = api.call("POST", "/jobs/", single_header_job(name, script))
+    assert code == 201, body
+    pod = f"{name}-header-0"
+    wait_for(lambda: "ALL-WRITTEN" in _job_log(api, name, pod), READY_BUDGET, "5,000 lines written")
+
+    def full(text: str) -> bool:
+        steps = [x for x in text.splitlines() if x.startswith("Global Step: ")]
+        return "Executing run script..." in text and len(steps) == lines and steps[0] == f"Global Step: 1/{lines}"
+
+    assert api.call("POST", f"/jobs/{name}/stop/")[0] in (200, 202)
+    wait_for(lambda: not _pods_of(console_server, name), 60, "the Worker gone after Stop")
+    assert full(_job_log(api, name, pod)), _job_log(api, name, pod)[:500]
+
+    assert api.call("DELETE", f"/jobs/{name}/")[0] in (200, 204)
+    code, archives = api.call("GET", "/log-archives/")
+    assert code == 200, archives
+    entry = next(a for a in archives if a["job"] == name)
+    code, text = api.call("GET", f"/log-archives/{entry['id']}/logs/?pod={pod}", raw=True)
+    assert code == 200 and full(text), text[:500]

@@ -45,6 +45,7 @@ def running_job(console_server, tmp_path_factory):
     )
     api = Api(console_server, next(line[4:] for line in out.stdout.splitlines() if line.startswith("KEY=")))
     output = tmp_path_factory.mktemp("h7-output")
+    output.chmod(0o1777)  # the Workers run as an unprivileged uid (issue 16): let them write the checkpoints
     document = yaml.safe_load((ROOT / "examples/demo/job.yaml").read_text())
     document["metadata"]["name"] = JOB
     header = document["spec"]["tasks"][0]
