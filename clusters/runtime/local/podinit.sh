@@ -53,15 +53,24 @@ if [ -n "${RLARK_POD_MOUNTS:-}" ]; then
         fi
     done < "$mounts_file"
 fi
+deny=/rlark/.deny
+keeps=/rlark/.keep
+hide=""
 if [ -n "${RLARK_POD_HIDE:-}" ] && [ -s "$(host_path "$RLARK_POD_HIDE")" ]; then
+    if mkdir -p "$deny" "$keeps" 2> /dev/null; then
+        hide=1
+    elif [ -n "${RLARK_POD_IDMAP:-}" ]; then
+        echo "rlark: cannot create $deny to hide the console's files; not starting" >&2
+        exit 1
+    else # an unprivileged supervisor whose Workers share its uid anyway
+        echo "rlark: cannot create $deny; the console's files are not hidden" >&2
+    fi
+fi
+if [ -n "$hide" ]; then
     # Placeholders owned by the host's root: inside an id-mapped Worker they belong to nobody it knows.
-    deny=/rlark/.deny
-    mkdir -p "$deny"
     mount -t tmpfs -o mode=0700,size=16k tmpfs "$deny"
     mkdir -m 0700 "$deny/d"
     install -m 0600 /dev/null "$deny/f"
-    keeps=/rlark/.keep
-    mkdir -p "$keeps"
     mount -t tmpfs -o mode=0700,size=16k tmpfs "$keeps"
     n=0
     current=""
