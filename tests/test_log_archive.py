@@ -166,3 +166,27 @@ def test_older_plain_archives_stay_readable(settings, tmp_path, alice):
     assert (
         os.path.basename(log_archive.path_for("old", "old-header-0", previous=True)) == "old-header-0.previous.log.gz"
     )
+
+
+def test_admin_sets_a_jobs_log_archive_cap(admin_user, alice, client):
+    job = Job.objects.create(name="capme", owner=alice, spec={}, phase="Running")
+    client.force_login(admin_user)
+    url = f"/admin/jobs/job/{job.pk}/change/"
+    page = client.get(url)
+    assert page.status_code == 200 and 'name="log_archive_max_bytes"' in page.content.decode()
+    resp = client.post(
+        url,
+        {
+            "log_archive_max_bytes": "1048576",
+            "tasks-TOTAL_FORMS": "0",
+            "tasks-INITIAL_FORMS": "0",
+            "tasks-MIN_NUM_FORMS": "0",
+            "tasks-MAX_NUM_FORMS": "1000",
+        },
+    )
+    assert resp.status_code == 302, resp.content.decode()[:2000]
+    job.refresh_from_db()
+    assert job.log_archive_max_bytes == 1048576 and log_archive.cap_for(job) == 1048576
+    assert job.phase == "Running" and job.name == "capme"  # nothing else changed
+    client.force_login(alice)  # not staff: no back office
+    assert client.get(url).status_code == 302
