@@ -280,7 +280,9 @@ def _tail(f, lines: int) -> bytes:
 class LocalExecStream:
     """An interactive shell in a local Worker: ``nsenter`` into the Worker's user, mount, PID and
     UTS namespaces, the Worker's env and working directory, ``bash -l`` (else ``sh``) on a PTY.
-    Implements :class:`clusters.runtime.base.ExecStream`."""
+    nsenter enters the user namespace last and becomes its root, i.e. the Worker's unprivileged host uid
+    (issue 16): the shell sees and may do exactly what the Worker may. Implements
+    :class:`clusters.runtime.base.ExecStream`."""
 
     def __init__(self, ns_pid: int, env: dict[str, str], workdir: str, command: list[str] | None = None) -> None:
         self._exit_code: int | None = None

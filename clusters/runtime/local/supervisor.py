@@ -21,7 +21,13 @@ Worker's own process group, ``RLARK_LOCAL_STOP_GRACE`` s (default 5), then SIGKI
 of its PID namespace (:func:`launcher.kill_group`); never by name.
 
 Restart safety: PIDs and process start times are recorded in ``state.json``; a restarted supervisor
-adopts Workers that are still alive (same PID and start time) and records the ones that vanished.
+adopts Workers that are still alive (same PID and start time) and restarts the ones that vanished (a host
+reboot) in place with reason ``RuntimeRestarted`` (the sync then bumps the job's attempt, see
+``jobs.services.runtime_restart``). runconsole leaves the supervisor running when it stops.
+
+Unprivileged Workers (issue 16): as root, each job gets a slot of subordinate ids (:mod:`.idmap`,
+``state["id_slots"]``); its Pod directories, volumes and claims belong to that uid, and the Worker runs
+as it (:mod:`.launcher`).
 On SIGTERM/SIGINT it stops every Worker (nothing is left running) unless ``RLARK_LOCAL_KEEP_PODS=1``;
 the desired state stays, so the next supervisor re-creates the Pods.
 """
