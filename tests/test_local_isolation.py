@@ -37,6 +37,8 @@ def probe_script(targets: dict[str, str]) -> str:
         "echo \"UIDMAP $(awk '{print $1, $2, $3}' /proc/self/uid_map)\"",
         *(f"probe {name} '{path}'" for name, path in targets.items()),
         '"$RLARK_LOCAL_PYTHON" -c "import ray, sys; print(\'PYTHON-OK\', sys.prefix)"',
+        'for d in /dev/shm /var/tmp; do echo "PRIVATE $d $(ls -A $d | wc -l) $(stat -c %a $d)"; done',
+        "touch /dev/shm/from-a-worker /var/tmp/from-a-worker",
         "echo PROBES-DONE",
         "trap 'exit 0' TERM; sleep 600 & wait",
     ]
@@ -58,11 +60,12 @@ def test_worker_runs_unprivileged_and_sees_none_of_the_console(sup):
     victim_secret = Path(sup.root) / "pods" / "c1" / "victim-header-0" / "work" / "secret.txt"
     wait_for(victim_secret.exists, 20, what="the other job's file")
 
-    db = settings.DATABASES["default"]
     targets = {
         "encryption-key": str(Path(settings.VAR_DIR) / "encryption.key"),
         "secret-key": str(Path(settings.VAR_DIR) / "secret.key"),
-        "database": str(db["NAME"]) if "sqlite" in db["ENGINE"] else str(Path(settings.VAR_DIR) / "db.sqlite3"),
+        # the default SQLite database (pytest-django's test database may be in memory)
+        "database": str(Path(settings.VAR_DIR) / "db.sqlite3"),
+        "broker": str(Path(settings.VAR_DIR) / "celery-broker.sqlite3"),
         "other-job-work": str(victim_secret),
         "source-manage": str(ROOT / "manage.py"),
         "source-settings": str(ROOT / "rlark_console" / "settings.py"),
@@ -76,6 +79,8 @@ def test_worker_runs_unprivileged_and_sees_none_of_the_console(sup):
         line = next((x for x in log.splitlines() if x.startswith(f"PROBE {name} ")), "")
         assert "DENIED" in line and "Permission denied" in line, f"{name}: {line!r}\n{log}"
     assert "PYTHON-OK" in log, log  # the venv's python and ray still run, from a read-only bind
+    assert "PRIVATE /dev/shm 0 1777" in log and "PRIVATE /var/tmp 0 1777" in log, log  # not the host's
+    assert not Path("/dev/shm/from-a-worker").exists() and not Path("/var/tmp/from-a-worker").exists()
     assert re.search(r"^ID uid=0\(root\) gid=0\(root\)", log, re.M), log  # root inside ...
 
     # ... an unprivileged uid of the job's subordinate slot outside, another one for the other job
@@ -95,7 +100,7 @@ def test_worker_runs_unprivileged_and_sees_none_of_the_console(sup):
     shell = wait_for(lambda: _shell(stream._proc.pid), 10, what="the shell inside the Worker")
     assert host_ids(shell)[0] == uids["probe"] and host_ids(shell)[1] == uids["probe"]
     key = targets["encryption-key"]
-    commands = f"id -u; cat {key}; cat {ROOT / 'manage.py'} | head -1; touch /rlark/work/ok && echo WROTE; exit\n"
+    commands = f"id -u; cat {key}; cat {ROOT / 'manage.py'} | head -1; touch ok && echo WROTE; exit\n"
     stream.write(commands.encode())
     out = b""
     while (chunk := stream.read(2.0)) != b"":
@@ -104,7 +109,8 @@ def test_worker_runs_unprivileged_and_sees_none_of_the_console(sup):
     text = out.decode(errors="replace")
     assert f"cat: {key}: Permission denied" in text, text
     assert f"cat: {ROOT / 'manage.py'}: Permission denied" in text, text
-    assert "WROTE" in text  # its own work directory is writable
+    assert "WROTE" in text  # it starts in its own work directory (inside the Worker), which is writable
+    assert (Path(sup.root) / "pods" / "c1" / "probe-header-0" / "work" / "ok").exists()
     for job in ("probe", "victim"):
         rt.delete_task("rlark-system", f"{job}-header")
 

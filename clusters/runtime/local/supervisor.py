@@ -769,6 +769,11 @@ class Supervisor:
         for path in (home, work, profile):
             self._own(path, ids, 0o700 if path.is_dir() else 0o644)
         mounts, shm = self._mounts(t, pod, spec, main, pdir, ids)
+        if ids is not None:  # the host's other world-writable places are not shared between jobs either
+            taken = {m.target.rstrip("/") for m in mounts}
+            for target in ("/dev/shm", "/var/tmp"):
+                if target not in taken:
+                    mounts.append(launcher.Mount("tmpfs", "tmpfs", target, options="size=50%,mode=1777"))
         env = self._env(t, pod, main)
         base = self._alloc_block()
         gpus = sum(v for k, v in (pod.get("requests") or {}).items() if k.endswith("/gpu"))
