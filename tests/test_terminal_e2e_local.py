@@ -158,7 +158,7 @@ def test_webterminal_on_a_local_worker(running_job, page, tmp_path):
     shells_before = {  # this session's exec process: nsenter into the Worker, then bash
         p.pid
         for p in psutil.process_iter(["cmdline"])
-        if (cmd := p.info["cmdline"] or []) and "nsenter" in cmd[0] and f"--wd={workdir}" in cmd and "bash" in cmd
+        if (cmd := p.info["cmdline"] or []) and "nsenter" in cmd[0] and {"rlark-exec", workdir, "bash"} <= set(cmd)
     }
     assert len(shells_before) == 1, shells_before
     type_line(page, "exit")
