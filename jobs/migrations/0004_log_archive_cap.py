@@ -4,15 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('jobs', '0003_metric_samples'),
+        ("jobs", "0003_metric_samples"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='job',
-            name='log_archive_max_bytes',
-            field=models.PositiveBigIntegerField(blank=True, help_text="Compressed size cap of this job's archived Worker logs; empty = the console's default.", null=True, verbose_name='log archive cap (bytes)'),
+            model_name="job",
+            name="log_archive_max_bytes",
+            field=models.PositiveBigIntegerField(
+                blank=True,
+                help_text="Compressed size cap of this job's archived Worker logs; empty = the console's default.",
+                null=True,
+                verbose_name="log archive cap (bytes)",
+            ),
         ),
     ]
