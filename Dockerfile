@@ -1,6 +1,6 @@
 # Image for the production topology in docker-compose.yml.
 FROM python:3.11-slim
-RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm gettext && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm gettext uidmap && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY requirements.lock pyproject.toml ./
 RUN pip install --no-cache-dir -r requirements.lock

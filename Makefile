@@ -5,9 +5,16 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PORT ?= 8000
 
-.PHONY: install run test lint bench clean k8s-build k8s-up k8s-down
+.PHONY: install run test lint bench clean k8s-build k8s-up k8s-down local-runtime-deps
 
-install: $(VENV)/.installed static/vendor/.installed locale-compiled
+install: $(VENV)/.installed static/vendor/.installed locale-compiled local-runtime-deps
+
+# A root console runs local Workers as subordinate uids: newuidmap/newgidmap come from Debian's uidmap.
+local-runtime-deps:
+	@if [ "$$(id -u)" = 0 ] && { ! command -v newuidmap >/dev/null || ! command -v newgidmap >/dev/null; } \
+	  && command -v apt-get >/dev/null; then echo "installing Debian uidmap for the local runtime"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq uidmap) \
+	  >/dev/null 2>&1 || echo "could not install uidmap"; fi
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'

@@ -39,3 +39,11 @@ def get_job_for(user, name: str) -> Job:
     if job is None or not can_view_job(user, job):
         raise Http404("job not found")
     return job
+
+
+def can_view_log_archive(user, owner_id: int | None) -> bool:
+    """True when ``user`` may read the kept logs of a deleted job owned by ``owner_id`` (same rule as
+    :func:`can_view_job`: staff, or the job's owner)."""
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return False
+    return bool(user.is_staff or (owner_id is not None and owner_id == user.pk))

@@ -36,12 +36,21 @@ class TaskInline(admin.TabularInline):
 
 @admin.register(Job)
 class JobAdmin(ReadOnlyAdmin):
+    """Read-only, except the log archive cap, which a superuser may set per job (issue 16, point 5)."""
+
     list_display = ["name", "display_name", "owner", "phase", "attempt", "stopped", "created_at", "finished_at"]
     list_filter = ["phase", "stopped"]
     search_fields = ["name", "display_name", "owner__username"]
     date_hierarchy = "created_at"
     inlines = [TaskInline]
     exclude = ["rlinf_config"]
+    editable = ("log_archive_max_bytes",)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in Job._meta.fields if f.name not in (*self.editable, "id", "rlinf_config")]
+
+    def has_change_permission(self, request, obj=None):
+        return bool(request.user.is_active and request.user.is_superuser)
 
 
 @admin.register(Task)

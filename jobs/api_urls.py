@@ -3,6 +3,7 @@
 from django.urls import path
 
 from jobs.api import views
+from jobs.api.log_archives import LogArchiveListView, LogArchiveLogView
 from jobs.api.logs import JobLogsView
 
 urlpatterns = [
@@ -15,6 +16,8 @@ urlpatterns = [
     path("jobs/<str:name>/clone/", views.JobCloneView.as_view(), name="api-job-clone"),
     path("jobs/<str:name>/logs/", JobLogsView.as_view(), name="api-job-logs"),
     path("rlinf/plan/", views.RLinfPlanView.as_view(), name="api-rlinf-plan"),
+    path("log-archives/", LogArchiveListView.as_view(), name="api-log-archives"),
+    path("log-archives/<str:archive_id>/logs/", LogArchiveLogView.as_view(), name="api-log-archive-log"),
 ]
 
 # Diagnosis, run check and metrics (H8).

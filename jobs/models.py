@@ -44,6 +44,13 @@ class Job(models.Model):
     observed_generation = models.PositiveIntegerField(_("observed generation"), default=0)
     rlinf_config = models.TextField(_("attached RLinf config"), blank=True)
     run_check = models.JSONField(_("run check settings"), default=dict, blank=True)
+    # Set by an admin (Django admin); empty = settings.RLARK_LOG_ARCHIVE_MAX_BYTES (jobs.services.log_archive).
+    log_archive_max_bytes = models.PositiveBigIntegerField(
+        _("log archive cap (bytes)"),
+        null=True,
+        blank=True,
+        help_text=_("Compressed size cap of this job's archived Worker logs; empty = the console's default."),
+    )
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
     started_at = models.DateTimeField(_("started"), null=True, blank=True)

@@ -40,3 +40,11 @@ def sync_job_task(job_id: int) -> None:
     job = Job.objects.filter(pk=job_id).first()
     if job is not None:
         sync_job(job)
+
+
+@shared_task(name="jobs.tasks.purge_log_archives", ignore_result=True)
+def purge_log_archives() -> None:
+    """Remove deleted jobs' archived logs once the retention period is over (``jobs.services.log_archive``)."""
+    from jobs.services.log_archive import purge_expired
+
+    purge_expired()

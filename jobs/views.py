@@ -260,6 +260,10 @@ def job_detail(request: HttpRequest, name: str) -> HttpResponse:
         context["yaml"] = _render_yaml(job)
     if tab == "logs":
         context["log_pod"] = request.GET.get("pod") or (context["head"]["name"] if context["head"] else "")
+        from jobs.services import log_archive
+
+        context["log_archive_cut"] = log_archive.cut_files(job.name)
+        context["log_archive_cap"] = log_archive.cap_for(job)
     if request.headers.get("HX-Request"):
         return render(request, "jobs/_detail_live.html", context)
     return render(request, "jobs/detail.html", context)

@@ -18,3 +18,5 @@ def _schedule(sender: Celery, **_kwargs) -> None:
     from django.conf import settings
 
     sender.add_periodic_task(settings.RLARK_SYNC_INTERVAL, sender.signature("jobs.tasks.sync_all"), name="sync-all")
+    # deleted jobs' archived logs older than RLARK_LOG_ARCHIVE_RETENTION_DAYS
+    sender.add_periodic_task(3600.0, sender.signature("jobs.tasks.purge_log_archives"), name="purge-log-archives")

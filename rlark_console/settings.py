@@ -11,7 +11,24 @@ import dj_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("RLARK_VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def secure_var_dir(var_dir: Path, files: tuple[str, ...] = ()) -> None:
+    """``var/`` holds the keys, the database and the broker (issue 16, point 1): the directory is 0700,
+    its files 0600 (SQLite's journal and WAL files copy the database's mode) and its subdirectories 0700.
+    ``files`` are created empty with mode 0600 when missing, so they are never world-readable even for an
+    instant. The local root's Pod directories keep the modes the supervisor gives them."""
+    var_dir.mkdir(parents=True, exist_ok=True)
+    var_dir.chmod(0o700)
+    for name in files:
+        os.close(os.open(var_dir / name, os.O_WRONLY | os.O_CREAT, 0o600))
+    for entry in var_dir.iterdir():
+        if entry.is_symlink():
+            continue
+        entry.chmod(0o700 if entry.is_dir() else 0o600)
+
+
+VAR_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -24,9 +41,10 @@ def _env_bool(name: str, default: bool) -> bool:
 def _dev_secret(filename: str) -> str:
     """A random secret kept in ``var/`` so development restarts keep sessions and ciphertexts."""
     path = VAR_DIR / filename
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(48))
-        path.chmod(0o600)
+    if not path.exists() or not path.stat().st_size:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(48))
     return path.read_text().strip()
 
 
@@ -132,6 +150,14 @@ else:
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+secure_var_dir(
+    VAR_DIR,
+    tuple(
+        Path(p).name
+        for p in (str(DATABASES["default"].get("NAME") or ""), CELERY_BROKER_URL.removeprefix("sqla+sqlite:///"))
+        if p.startswith("/") and Path(p).parent == VAR_DIR
+    ),
+)
 CELERY_TASK_ALWAYS_EAGER = _env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 RLARK_SYNC_INTERVAL = float(os.environ.get("RLARK_SYNC_INTERVAL", "10"))
 
@@ -180,6 +206,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"rlark.audit": {"level": "INFO"}, "django.channels.server": {"level": "WARNING"}},
 }
+
+# Log archive (jobs.services.log_archive): per-job cap on the compressed logs kept after Stop/Delete
+# (a job's own ``log_archive_max_bytes``, set by an admin, wins), and how long a deleted job's logs stay.
+RLARK_LOG_ARCHIVE_MAX_BYTES = int(os.environ.get("RLARK_LOG_ARCHIVE_MAX_BYTES", str(256 * 2**20)))
+RLARK_LOG_ARCHIVE_RETENTION_DAYS = float(os.environ.get("RLARK_LOG_ARCHIVE_RETENTION_DAYS", "30"))
 
 # The local runtime keeps Pod working directories, logs and storage under here.
 RLARK_LOCAL_ROOT = Path(os.environ.get("RLARK_LOCAL_ROOT", VAR_DIR / "local"))

@@ -34,6 +34,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include(api_v1)),
     path("jobs/", include("jobs.urls")),
+    path("log-archives/", include("jobs.archive_urls")),
     path("clusters/", include("clusters.urls")),
     path("storage/", include("storage.urls")),
     path("ssh-keys/", include("sshkeys.urls")),

@@ -24,6 +24,7 @@ def pytest_collection_modifyitems(config, items):
     """Run browser tests last. Playwright's sync API keeps an asyncio loop running in the main thread
     for the rest of the session, after which ``asyncio.run`` (Channels and async tests) cannot start;
     everything else keeps pytest-django's order."""
+
     def is_browser(item) -> bool:
         return item.get_closest_marker("browser") is not None or "page" in getattr(item, "fixturenames", ())
 
@@ -149,7 +150,7 @@ class ConsoleServer:
     def start(self) -> None:
         self.manage("migrate", "--noinput", "-v0")
         self.manage("seed_demo", "--password", E2E_ADMIN_PASSWORD)
-        log = open(self.log_path, "w")  # noqa: SIM115
+        log = open(self.log_path, "a")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [sys.executable, str(ROOT / "manage.py"), "runconsole", "--port", str(self.port)],
             env=self.env,
@@ -168,7 +169,9 @@ class ConsoleServer:
                 time.sleep(0.3)
         raise RuntimeError("console did not start:\n" + self.log_path.read_text()[-4000:])
 
-    def stop(self) -> None:
+    def stop(self, supervisor: bool = True) -> None:
+        """Stop runconsole (web server, Celery worker and beat). The local supervisor it started outlives
+        it (its Workers keep running); ``supervisor`` True stops it too (``local_supervisor --stop``)."""
         if self.proc and self.proc.poll() is None:
             import signal
 
@@ -178,6 +181,8 @@ class ConsoleServer:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
+        if supervisor:
+            self.manage("local_supervisor", "--stop", check=False)
 
 
 @pytest.fixture(scope="session")

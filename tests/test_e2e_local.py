@@ -12,6 +12,7 @@ Point 5: killing the web server or the Celery worker mid-run loses no job state;
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -89,7 +90,7 @@ def api(console_server):
     return Api(console_server, key)
 
 
-def job_pids(server) -> dict[str, set[tuple[int, float]]]:
+def job_pids(server, job: str = JOB) -> dict[str, set[tuple[int, float]]]:
     """Worker -> every process of its process group / PID namespace as (PID, start time), from the
     supervisor's state. The start time makes the checks immune to PID reuse (pid_max is 32768 here)."""
     from clusters.runtime.local.launcher import namespace_members
@@ -98,7 +99,7 @@ def job_pids(server) -> dict[str, set[tuple[int, float]]]:
     state = json.loads(state_file.read_text())
     out = {}
     for pod in state.get("pods", {}).values():
-        if pod.get("job") == JOB and pod.get("pid"):
+        if pod.get("job") == job and pod.get("pid"):
             procs = set()
             for pid in set(namespace_members(pod["pid"])) | {pod["pid"]}:
                 try:
@@ -149,6 +150,7 @@ def test_demo_job_end_to_end(console_server, api, page, tmp_path):
     timings: dict[str, float] = {}
     output = tmp_path / "output"
     output.mkdir()
+    output.chmod(0o1777)  # the Workers run as an unprivileged uid (issue 16): an existing hostPath must let them write
     document = yaml.safe_load((ROOT / "examples/demo/job.yaml").read_text())
     document["metadata"]["name"] = JOB
     header = document["spec"]["tasks"][0]
@@ -351,3 +353,199 @@ def test_run_script_exit_code_ends_the_job(console_server, api):
     assert code == 200 and "Run script exited with code 0" in text
     for name in jobs:
         assert api.call("DELETE", f"/jobs/{name}/")[0] in (200, 204)
+
+
+def _user_api(server, username: str) -> Api:
+    """An ordinary (non-admin) console user with an API token."""
+    out = server.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth import get_user_model\n"
+        "from accounts.authentication import issue_token\n"
+        f"u, _ = get_user_model().objects.get_or_create(username='{username}')\n"
+        "u.is_staff = u.is_superuser = False\n"
+        "u.set_password('ordinary-pass-1'); u.save()\n"
+        f"print('KEY=' + issue_token(u, 'e2e-{username}')[1])\n",
+    )
+    return Api(server, next(line[4:] for line in out.stdout.splitlines() if line.startswith("KEY=")))
+
+
+def _job_status(api: Api, name: str) -> dict:
+    code, body = api.call("GET", f"/jobs/{name}/")
+    assert code == 200, body
+    return body["status"]
+
+
+def _job_log(api: Api, name: str, pod: str, previous: bool = False) -> str:
+    query = f"/jobs/{name}/logs/?tail=all&pod={pod}" + ("&previous=true" if previous else "")
+    code, text = api.call("GET", query, raw=True)
+    return text if code == 200 else ""
+
+
+def _host_uid(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:")))
+
+
+def _pods_of(server, job: str) -> dict[str, dict]:
+    state = json.loads((Path(server.env["RLARK_VAR_DIR"]) / "local" / "state.json").read_text())
+    return {p["name"]: p for p in state.get("pods", {}).values() if p.get("job") == job}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="Workers of a root console run as subordinate uids")
+def test_ordinary_user_cannot_reach_the_console_and_workers_survive_a_console_restart(console_server, api, tmp_path):
+    """Issue 16 points 1 and 4 on the real console: an ordinary user's demo job (3 real Ray nodes) whose run
+    script first tries to read the console's key, database, source and another job's work directory gets
+    permission denied, runs as root inside and as a subordinate uid on the host, and still ends Succeeded.
+    Then restarting the whole runconsole stack leaves a running job's Workers alone (same processes, 0
+    restarts, same attempt), and a simulated host reboot (everything killed) shows up on the job: restarts
+    counted, attempt bumped, "the local runtime restarted", the previous instance's log readable."""
+    var = Path(console_server.env["RLARK_VAR_DIR"])
+    keep = "e2e-keep"
+    loop = 'i=0; while true; do i=$((i+1)); echo "Global Step: $i"; echo secret-$i > /rlark/work/step; sleep 1; done'
+    code, body = api.call("POST", "/jobs/", single_header_job(keep, loop))
+    assert code == 201, body
+    wait_for(lambda: "Global Step: 2" in _job_log(api, keep, f"{keep}-header-0"), READY_BUDGET, "the other job runs")
+    other_work = next(var.glob(f"local/pods/*/{keep}-header-0/work"))
+    assert (other_work / "step").exists()
+
+    # --- point 1: an ordinary user's demo job probes the console's files, then trains as usual
+    carol = _user_api(console_server, "carol")
+    db_url = console_server.env["DATABASE_URL"]
+    targets = {
+        "key": var / "encryption.key",
+        "database": Path(db_url.removeprefix("sqlite:///")) if db_url.startswith("sqlite") else var / "db.sqlite3",
+        "other-job": other_work / "step",
+        "source": ROOT / "manage.py",
+    }
+    probes = "".join(
+        f'if out=$(cat -- "{path}" 2>&1); then echo "PROBE {name} READ"; else echo "PROBE {name} DENIED $out"; fi\n'
+        for name, path in targets.items()
+    )
+    document = yaml.safe_load((ROOT / "examples/demo/job.yaml").read_text())
+    document["metadata"]["name"] = "e2e-isolated"
+    header = document["spec"]["tasks"][0]
+    header["kubernetes"]["workload"]["template"]["spec"]["volumes"][0]["hostPath"]["path"] = str(tmp_path / "out")
+    header["runScript"] = f'echo "ID $(id)"\n{probes}{header["runScript"]} --steps 30'
+    code, body = carol.call("POST", "/jobs/", document)
+    assert code == 201, body
+    assert api.call("GET", "/jobs/e2e-isolated/")[0] == 200 and carol.call("GET", f"/jobs/{keep}/")[0] == 404
+
+    def pid1_uids():
+        uids = {}
+        for name, pod in _pods_of(console_server, "e2e-isolated").items():
+            kids = psutil.Process(pod["pid"]).children() if pod.get("pid") else []
+            if not kids:
+                return None
+            try:  # PID 1 runs podinit.sh as root, then execs into the id-mapped user namespace
+                entered = os.readlink(f"/proc/{kids[0].pid}/ns/user") != os.readlink("/proc/self/ns/user")
+                if not entered or kids[0].name() == "unshare":
+                    return None
+            except (OSError, psutil.Error):
+                return None
+            uids[name] = _host_uid(kids[0].pid)
+        return len(uids) == 3 and uids
+
+    try:
+        uids = wait_for(pid1_uids, READY_BUDGET, "the demo's Workers")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{_job_status(carol, 'e2e-isolated')}") from None
+    assert all(uid >= 1_000_000 for uid in uids.values()), uids  # never root (nor a real user) on the host
+    assert len(set(uids.values())) == 1  # one id range per job ...
+    keep_pid1 = psutil.Process(_pods_of(console_server, keep)[f"{keep}-header-0"]["pid"]).children()[0].pid
+    assert _host_uid(keep_pid1) not in uids.values()  # ... another one for the other job
+    done = wait_for(
+        lambda: (s := _job_status(carol, "e2e-isolated"))["phase"] in ("Succeeded", "Failed") and s,
+        240 * LOAD,
+        "the demo job to end",
+    )
+    log = _job_log(carol, "e2e-isolated", "e2e-isolated-header-0")
+    assert done["phase"] == "Succeeded", f"{done['message']}\n{log[-3000:]}"
+    assert "ID uid=0(root) gid=0(root)" in log
+    for name in targets:
+        line = next((x for x in log.splitlines() if x.startswith(f"PROBE {name} ")), "")
+        assert "DENIED" in line and "Permission denied" in line, f"{name}: {line!r}"
+    assert "Executing run script..." in log and "Global Step" in log
+    assert carol.call("DELETE", "/jobs/e2e-isolated/")[0] in (200, 204)
+
+    # --- point 4a: restart the whole runconsole stack mid-run: the Workers run on untouched
+    before = {name: (pod["pid"], pod["pid_create_time"]) for name, pod in _pods_of(console_server, keep).items()}
+    procs = {p for p in set().union(*job_pids(console_server, keep).values()) if _name(p[0]) != "sleep"}
+    console_server.stop(supervisor=False)
+    assert alive(procs) == procs  # nothing of the job died with the console
+    console_server.start()
+    wait_for(lambda: _ok_job(api, keep), 60, "API back")
+    time.sleep(3 * float(console_server.env["RLARK_SYNC_INTERVAL"]))
+    status = _job_status(api, keep)
+    assert status["phase"] == "Running" and status["attempt"] == 1, status
+    assert [w["restarts"] for w in status["workers"]] == [0]
+    after = {name: (pod["pid"], pod["pid_create_time"]) for name, pod in _pods_of(console_server, keep).items()}
+    assert after == before and alive(procs) == procs
+    log = _job_log(api, keep, f"{keep}-header-0")
+    assert "Global Step: 1\n" in log and log.count("Executing run script...") == 1  # one run, not started over
+
+    # --- point 4b: a host reboot (the supervisor and every Worker gone) shows on the job
+    console_server.stop(supervisor=False)
+    sup_pid = int((var / "local" / "supervisor.pid").read_text())
+    os.kill(sup_pid, signal.SIGKILL)
+    for pid, _started in before.values():
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    for pid, _started in procs:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not alive(procs) and not psutil.pid_exists(sup_pid), 20, "everything gone")
+    console_server.start()
+
+    def restarted():
+        s = _job_status(api, keep)
+        return s["attempt"] == 2 and s["workers"][0]["restarts"] >= 1 and s["phase"] == "Running" and s
+
+    status = wait_for(restarted, READY_BUDGET, "the job to show the runtime restart")
+    reasons = {c["reason"]: c["message"] for c in status["conditions"]}
+    assert "local runtime restarted" in reasons.get("RuntimeRestarted", ""), status["conditions"]
+    previous = _job_log(api, keep, f"{keep}-header-0", previous=True)
+    assert "Global Step: 1\n" in previous and "Executing run script..." in previous
+    wait_for(lambda: "Executing run script..." in _job_log(api, keep, f"{keep}-header-0"), READY_BUDGET, "rerun")
+    assert api.call("DELETE", f"/jobs/{keep}/")[0] in (200, 204)
+
+
+def _name(pid: int) -> str:
+    try:
+        return psutil.Process(pid).name()
+    except psutil.Error:
+        return ""
+
+
+def _ok_job(api: Api, name: str) -> bool:
+    try:
+        return api.call("GET", f"/jobs/{name}/", timeout=5)[0] == 200
+    except OSError:
+        return False
+
+
+def test_full_head_log_downloadable_after_stop_and_after_delete(console_server, api):
+    """Issue 16 point 5 on the real console and real Ray: a 5,000-line header log with the wrapper's
+    ``Executing run script...`` marker is downloadable in full after Stop and, from the log archive, after
+    Delete."""
+    name, lines = "e2e-longlog", 5000
+    script = f'for i in $(seq 1 {lines}); do echo "Global Step: $i/{lines}"; done; echo ALL-WRITTEN; sleep 3600'
+    code, body = api.call("POST", "/jobs/", single_header_job(name, script))
+    assert code == 201, body
+    pod = f"{name}-header-0"
+    wait_for(lambda: "ALL-WRITTEN" in _job_log(api, name, pod), READY_BUDGET, "5,000 lines written")
+
+    def full(text: str) -> bool:
+        steps = [x for x in text.splitlines() if x.startswith("Global Step: ")]
+        return "Executing run script..." in text and len(steps) == lines and steps[0] == f"Global Step: 1/{lines}"
+
+    assert api.call("POST", f"/jobs/{name}/stop/")[0] in (200, 202)
+    wait_for(lambda: not _pods_of(console_server, name), 60, "the Worker gone after Stop")
+    assert full(_job_log(api, name, pod)), _job_log(api, name, pod)[:500]
+
+    assert api.call("DELETE", f"/jobs/{name}/")[0] in (200, 204)
+    code, archives = api.call("GET", "/log-archives/")
+    assert code == 200, archives
+    entry = next(a for a in archives if a["job"] == name)
+    code, text = api.call("GET", f"/log-archives/{entry['id']}/logs/?pod={pod}", raw=True)
+    assert code == 200 and full(text), text[:500]

@@ -8,7 +8,7 @@
 Answers ``text/plain; charset=utf-8``; 404 for a job the user may not see (``accounts.policy``),
 for a Pod that is not one of the job's Workers, or for a log that does not exist (any more);
 400 for a bad ``tail``; 503 when the runtime cannot be reached. Once a job is stopped or has
-finished, the last lines archived by the sync are served.
+finished, the full log kept by the log archive (jobs.services.log_archive) is served.
 """
 
 from __future__ import annotations

@@ -260,9 +260,9 @@ def _reconcile_locked(job: Job) -> list[str]:
                     runtime.restart_pods(task.namespace, task.name)
                 _mark_applied(task, manifest.replicas, job.attempt)
             elif task.applied_replicas:
-                from jobs.services.sync import archive_task_logs
+                from jobs.services.log_archive import archive_task_logs
 
-                archive_task_logs(job, task)  # logs stay readable once the Pods are gone
+                archive_task_logs(job, task)  # the full logs stay readable once the Pods are gone
                 try:
                     runtime.scale_task(task.namespace, task.name, 0)
                 except RuntimeError_ as exc:
@@ -395,6 +395,10 @@ def delete(job: Job, actor=None, request=None) -> None:
     delete a workload, so nothing keeps running unseen; the page shows ``删除失败：<msg>``.
     """
     with job_lock(job.pk):
+        from jobs.services import log_archive
+
+        if job.tasks.filter(applied_replicas__gt=0).exists():
+            log_archive.archive_job_logs(job)  # deleted while running: its logs are kept all the same
         errors = []
         for task in job.tasks.select_related("cluster"):
             try:
@@ -407,8 +411,7 @@ def delete(job: Job, actor=None, request=None) -> None:
             raise RuntimeError_("; ".join(errors), reason="unreachable")
         _audit(actor, "job.delete", job, request)
         from domains.services import release_job
-        from jobs.services.sync import forget_job_logs
 
-        forget_job_logs(job.name)
+        log_archive.retire(job.name)  # downloadable until RLARK_LOG_ARCHIVE_RETENTION_DAYS
         release_job(job.name)  # its Workers' domain IPs are free again (upstream 12.2)
         job.delete()

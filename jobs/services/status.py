@@ -12,7 +12,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
@@ -204,16 +203,11 @@ def status_sentence(job: Job) -> str:
 
 
 def log_archive_path(job_name: str, pod_name: str, previous: bool = False) -> Path:
-    """Where the last lines of a Pod's log are kept once its job stops or ends (VAR_DIR/logs)."""
-    suffix = ".previous.log" if previous else ".log"
-    return Path(settings.VAR_DIR) / "logs" / job_name / f"{pod_name}{suffix}"
+    """Where a Pod's full log is archived once its job stops, ends or is deleted
+    (``jobs.services.log_archive``: gzip, VAR_DIR/logs)."""
+    from jobs.services import log_archive
 
-
-def _tail(text: str, lines: int | None) -> str:
-    if lines is None:
-        return text
-    parts = text.splitlines(keepends=True)
-    return "".join(parts[-lines:]) if lines > 0 else ""
+    return log_archive.path_for(job_name, pod_name, previous)
 
 
 def read_worker_log(job: Job, pod_name: str, tail: int | None = DEFAULT_TAIL, previous: bool = False) -> str:
@@ -230,9 +224,11 @@ def read_worker_log(job: Job, pod_name: str, tail: int | None = DEFAULT_TAIL, pr
     try:
         return runtime_for(task.cluster).read_log(task.namespace, pod_name, tail_lines=tail, previous=previous)
     except RuntimeError_ as exc:
-        archived = log_archive_path(job.name, pod_name, previous)
-        if archived.is_file():
-            return _tail(archived.read_text(errors="replace"), tail)
+        from jobs.services import log_archive
+
+        archived = log_archive.find(job.name, pod_name, previous)
+        if archived is not None:
+            return log_archive.read_tail(archived, tail)
         if isinstance(exc, PodNotFound) or exc.reason == "not_found":
             raise
         raise
@@ -266,6 +262,10 @@ _MESSAGES = (
     (re.compile(r"^Starting Workers$"), gettext_lazy("Starting Workers")),
     (re.compile(r"^(?P<ready>\d+)/(?P<total>\d+) Workers ready$"), gettext_lazy("%(ready)s/%(total)s Workers ready")),
     (re.compile(r"^Ray cluster is ready$"), gettext_lazy("Ray cluster is ready")),
+    (
+        re.compile(r"^The local runtime restarted: the Workers started over \(attempt (?P<attempt>\d+)\)$"),
+        gettext_lazy("The local runtime restarted: the Workers started over (attempt %(attempt)s)"),
+    ),
 )
 
 

@@ -19,7 +19,7 @@ further" lines of 4.8, 5.4 and 6.2, peers 2.1/3.3, issue 7):
 - Job: ``Succeeded`` when the header's log shows ``Run script exited with code 0``; ``Failed``
   on any failure above; ``Running`` when every Task is Running and the header logged
   ``Ray cluster is ready``; else ``Pending``. Succeeded/Failed are terminal: the Tasks are
-  scaled to 0 to free resources, the last log lines of every Worker are archived first so
+  scaled to 0 to free resources, the full log of every Worker is archived first so
   logs stay readable.
 - A cluster whose runtime fails is marked ``offline`` with the reason; the others go on.
 - Only rows that changed are written (Pods in bulk).
@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-import shutil
 import threading
 import time
 from collections import defaultdict
@@ -45,8 +44,8 @@ from django.utils import timezone
 from clusters.models import Cluster
 from clusters.runtime.base import PodInfo, RuntimeError_
 from jobs.models import Job, Phase, Pod, Task
-from jobs.services import controller, domain_ips, metrics
-from jobs.services.status import DEFAULT_TAIL, get_condition, log_archive_path, set_condition
+from jobs.services import controller, domain_ips, metrics, runtime_restart
+from jobs.services.status import get_condition, set_condition
 
 logger = logging.getLogger(__name__)
 
@@ -355,6 +354,7 @@ def observe_job(job: Job, pods_by_task: dict[str, list[PodInfo]], down: dict[int
             rows[pod.task_id][pod.name] = pod
         keep_rows = job.stopped or job.phase in (Phase.STOPPED, *controller.TERMINAL)
         creates, updates, deletes = [], {}, []
+        runtime_restarted = False
         for task in tasks:
             if task.cluster_id in down:
                 continue
@@ -368,6 +368,7 @@ def observe_job(job: Job, pods_by_task: dict[str, list[PodInfo]], down: dict[int
                     creates.append(row)
                     rows[task.pk][info.name] = row
                     continue
+                runtime_restarted = runtime_restarted or runtime_restart.restarted(row, info)
                 if row.uid == info.uid:  # same instance: keep what its log told us
                     signals = (row.container_state or {}).get("signals")
                     if signals:
@@ -402,6 +403,8 @@ def observe_job(job: Job, pods_by_task: dict[str, list[PodInfo]], down: dict[int
                     del rows[task.pk][name]
 
         active = not keep_rows
+        if runtime_restarted and active:
+            runtime_restart.new_attempt(job, now)
         if active:
             _read_signals(job, tasks, rows, updates, creates)
         with transaction.atomic():
@@ -548,7 +551,7 @@ def _worker_failures(job: Job, task: Task, row: Pod, now: datetime) -> list[_Fai
                     True,
                 )
             )
-        elif sig.get("runExit") is None and row.restart_count > 0:
+        elif sig.get("runExit") is None and row.restart_count > 0 and not runtime_restart.by_runtime(row):
             out.append(
                 _Failure(
                     "HeaderRestarted",
@@ -798,34 +801,3 @@ def _aggregate(job: Job, tasks: list[Task], rows, down: dict[int, str], now: dat
 def _ready(pod: Pod) -> bool:
     state = pod.container_state or {}
     return pod.phase == "Running" and bool(state.get("ready") or state.get("state") == "running")
-
-
-# --- log archive ------------------------------------------------------------------------------
-
-
-def archive_task_logs(job: Job, task: Task) -> None:
-    """Keep the last lines of each of ``task``'s Workers' logs (and the previous instance's) under
-    ``VAR_DIR/logs/<job>/`` so they stay readable after the Pods are gone. Best effort."""
-    try:
-        runtime = controller.runtime_for(task.cluster)
-    except Exception:  # noqa: BLE001
-        return
-    for pod in task.pods.all():
-        for previous in (False, True) if pod.restart_count else (False,):
-            try:
-                text = runtime.read_log(task.namespace, pod.name, tail_lines=DEFAULT_TAIL, previous=previous)
-            except Exception:  # noqa: BLE001 - gone already, or nothing to keep
-                continue
-            path = log_archive_path(job.name, pod.name, previous)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-
-
-def archive_job_logs(job: Job) -> None:
-    for task in job.tasks.select_related("cluster"):
-        archive_task_logs(job, task)
-
-
-def forget_job_logs(job_name: str) -> None:
-    """Remove the archived logs of a deleted job."""
-    shutil.rmtree(log_archive_path(job_name, "x").parent, ignore_errors=True)

@@ -98,14 +98,15 @@ class LogTarget:
     uid: str
     restart_count: int
     exists: bool = True
-    archive: str = ""  # the sync's copy of this Pod's log once its job stopped or ended ("" = none)
+    archive: str = ""  # the job's log archive directory (jobs.services.log_archive; "" = none)
 
     def archive_path(self, previous: bool) -> Path | None:
-        """The archived log of the current or previous instance, if the sync kept one."""
+        """The archived full log of the current or previous instance, if one was kept."""
         if not self.archive:
             return None
-        path = Path(self.archive.removesuffix(".log") + ".previous.log") if previous else Path(self.archive)
-        return path if path.is_file() else None
+        from jobs.services import log_archive
+
+        return log_archive.find("", self.pod, previous, base=Path(self.archive))
 
     @property
     def identity(self) -> str:
@@ -304,17 +305,17 @@ def _target(
 
 
 def _archive(job: str, pod: str) -> str:
-    """Path of the sync's archived copy of ``pod``'s log (``jobs.services.status.log_archive_path``)."""
-    from jobs.services.status import log_archive_path
+    """The job's log archive directory (``jobs.services.log_archive.job_dir``)."""
+    from jobs.services import log_archive
 
-    return str(log_archive_path(job, pod))
+    return str(log_archive.job_dir(job))
 
 
 def _file_chunks(path: Path, size: int = 64 * 1024) -> Iterator[bytes]:
-    """A file's bytes in chunks (constant memory)."""
-    with path.open("rb") as fh:
-        while chunk := fh.read(size):
-            yield chunk
+    """An archived log's uncompressed bytes in chunks (constant memory)."""
+    from jobs.services import log_archive
+
+    return log_archive.chunks(path, size)
 
 
 def _split(raw: bytes, stamped: bool) -> tuple[str, str | None]:

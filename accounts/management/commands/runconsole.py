@@ -1,6 +1,12 @@
 """Run the whole embedded console: ASGI server (daphne), Celery worker, Celery beat and the
 local-runtime supervisor, each as its own process group. Children that exit unexpectedly are
-restarted; Ctrl+C / SIGTERM stops them all (by process group, never by name)."""
+restarted; Ctrl+C / SIGTERM stops the web server, Celery worker and beat (by process group, never by
+name).
+
+The local supervisor is started in a session of its own (log: ``<local root>/supervisor.log``) and is
+left running when runconsole stops, so local Workers keep running across a restart of the rest (issue 16,
+point 4); a runconsole that finds one running reuses it, and starts a new one whenever none is running.
+``manage.py local_supervisor --stop`` stops it and its Workers."""
 
 from __future__ import annotations
 
@@ -59,10 +65,40 @@ class Command(BaseCommand):
                 settings.CELERY_BEAT_SCHEDULE_FILENAME,
             ],
         }
-        if "local_supervisor" in get_commands():
-            specs["supervisor"] = [*manage, "local_supervisor"]
+        supervisor = [*manage, "local_supervisor"] if "local_supervisor" in get_commands() else None
         children: dict[str, subprocess.Popen] = {}
         stopping = False
+        sup_proc: subprocess.Popen | None = None
+
+        def ensure_supervisor() -> None:
+            """Start the local supervisor unless one is running (ours, or one left by an earlier runconsole)."""
+            nonlocal sup_proc
+            from clusters.management.commands.local_supervisor import running_pid
+
+            if supervisor is None or (sup_proc is not None and sup_proc.poll() is None):
+                return
+            root = Path(settings.RLARK_LOCAL_ROOT)
+            pid = running_pid(root)
+            if pid is not None:
+                if sup_proc is None:
+                    self.stdout.write(f"local supervisor already running (pid {pid}); its Workers keep running")
+                    sup_proc = _Foreign(pid)
+                return
+            if sup_proc is not None:
+                self.stderr.write("local supervisor exited; restarting")
+            root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(root / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                sup_proc = subprocess.Popen(
+                    supervisor,
+                    start_new_session=True,
+                    cwd=settings.BASE_DIR,
+                    stdin=subprocess.DEVNULL,
+                    stdout=fd,
+                    stderr=subprocess.STDOUT,
+                )
+            finally:
+                os.close(fd)
 
         def start(name: str) -> None:
             children[name] = subprocess.Popen(specs[name], start_new_session=True, cwd=settings.BASE_DIR)
@@ -73,6 +109,7 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, stop_all)
         signal.signal(signal.SIGTERM, stop_all)
+        ensure_supervisor()
         for name in specs:
             start(name)
         self.stdout.write(self.style.SUCCESS(f"RLark Console is running at http://{host}:{port}/  (Ctrl+C to stop)"))
@@ -80,6 +117,7 @@ class Command(BaseCommand):
         restarts: dict[str, float] = {}
         while not stopping:
             time.sleep(0.5)
+            ensure_supervisor()
             for name, proc in list(children.items()):
                 if proc.poll() is not None and not stopping:
                     if time.monotonic() - restarts.get(name, 0) < 2:
@@ -87,7 +125,7 @@ class Command(BaseCommand):
                     self.stderr.write(f"{name} exited with code {proc.returncode}; restarting")
                     restarts[name] = time.monotonic()
                     start(name)
-        self.stdout.write("Stopping RLark Console ...")
+        self.stdout.write("Stopping RLark Console (the local supervisor and its Workers keep running) ...")
         for proc in children.values():
             _signal_group(proc, signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT
@@ -97,6 +135,20 @@ class Command(BaseCommand):
             except subprocess.TimeoutExpired:
                 _signal_group(proc, signal.SIGKILL)
                 proc.wait(timeout=5)
+
+
+class _Foreign:
+    """A supervisor started by an earlier runconsole (not our child): alive while its PID exists."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def poll(self) -> int | None:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return 0
+        return None
 
 
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:

@@ -1,12 +1,21 @@
 """Start one local Worker (a "Pod") as a process group in its own user+mount+PID+UTS namespace.
 
-``unshare --user --map-root-user --mount --pid --fork --mount-proc --uts`` gives every Worker
-what a container gives it on Kubernetes, without root: mounts seen at their ``mountPath`` (bind
-mounts), ``/rlark/scripts`` with the wrapper scripts, a private ``/tmp`` holding Ray's default temp
-dir ``/tmp/ray`` (short, so Ray's unix-socket paths stay < 107 chars), its own hostname, a PID namespace in
-which ``ray stop`` only sees this Worker's processes and whose teardown kills every process left.
-The network namespace is the host's: each Ray node gets its own ports (``RLARK_LOCAL_RAY_START_ARGS``)
-and stays on 127.0.0.1 (``clusters/scripts/local``).
+``unshare --mount --pid --fork --mount-proc --uts`` gives every Worker what a container gives it on
+Kubernetes: mounts seen at their ``mountPath`` (bind mounts), ``/rlark/scripts`` with the wrapper scripts,
+a private ``/tmp`` holding Ray's default temp dir ``/tmp/ray`` (short, so Ray's unix-socket paths stay
+< 107 chars), its own hostname, a PID namespace in which ``ray stop`` only sees this Worker's processes and
+whose teardown kills every process left. The network namespace is the host's: each Ray node gets its own
+ports (``RLARK_LOCAL_RAY_START_ARGS``) and stays on 127.0.0.1 (``clusters/scripts/local``).
+
+Unprivileged (issue 16, point 1): when the supervisor runs as root, podinit.sh sets the mounts up as root
+and then enters a user namespace in which root maps to the job's subordinate id range
+(``ids=(first_host_id, count)``, from ``/etc/subuid``/``/etc/subgid`` via ``newuidmap``/``newgidmap``, see
+:mod:`.idmap`), so the container command runs as an unprivileged host uid with no capability over the
+mounts. The console's checkout, ``var/``, the local root and every non-traversable ancestor of the Python
+it needs (e.g. ``/root``) are covered by a read-only tmpfs whose known entries are bind-mounted with a
+root-owned 0700 directory or 0600 file (``permission denied``), with the venv and the base Python bound
+back read-only at their own paths (:func:`hide_plan`). A supervisor that is not root maps root to its
+own uid (``--map-root-user``), as before.
 """
 
 from __future__ import annotations
@@ -67,12 +76,12 @@ def base_env(pod_name: str, home: str = POD_HOME) -> dict[str, str]:
     }
 
 
-def namespace_command() -> list[str]:
-    """The ``unshare`` prefix (PID 1 of the new namespaces is podinit.sh)."""
+def namespace_command(user_ns: bool = True) -> list[str]:
+    """The ``unshare`` prefix (PID 1 of the new namespaces is podinit.sh). ``user_ns`` False (the
+    supervisor is root and podinit.sh enters the id-mapped user namespace itself) leaves it out."""
     return [
         shutil.which("unshare") or "/usr/bin/unshare",
-        "--user",
-        "--map-root-user",
+        *(["--user", "--map-root-user"] if user_ns else []),
         "--mount",
         "--uts",
         "--pid",
@@ -92,7 +101,7 @@ def write_mounts(path: Path, mounts: list[Mount]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def standard_mounts(pod_dir: Path) -> list[Mount]:
+def standard_mounts(pod_dir: Path, hidden: list[Path] = ()) -> list[Mount]:
     """Mounts every local Worker gets: the wrapper scripts and the project's ``examples/`` (the demo
     workload), read-only at /rlark/scripts and /rlark/examples, and its home and working directories at
     /rlark/home and /rlark/work. (Its private /tmp, where Ray's default temp dir /tmp/ray lives, is set
@@ -104,20 +113,94 @@ def standard_mounts(pod_dir: Path) -> list[Mount]:
         Mount("bind", str(EXAMPLES_DIR), EXAMPLES_MOUNT, read_only=True),
         Mount("bind", str(pod_dir / "home"), POD_HOME),
         Mount("bind", str(pod_dir / "work"), POD_WORK),
-        *host_tmp_mounts(),
+        *host_tmp_mounts(hidden),
     ]
 
 
-def host_tmp_mounts() -> list[Mount]:
-    """A checkout or venv under the host's /tmp would be hidden by the Worker's private /tmp, leaving
-    the Worker without ``python``/``ray``: bind those directories back, read-only, at the same path."""
-    tmp = Path("/tmp")
-    roots: list[Path] = []
-    for path in (SCRIPTS_DIR.parent.parent, Path(sys.prefix), Path(sys.executable).parent):
+def keep_paths() -> list[Path]:
+    """What a Worker needs from the host, read-only at the same path: the venv (``ray``, the packages)
+    and the Python it was made from (``sys.base_prefix``)."""
+    out: list[Path] = []
+    for path in (Path(sys.prefix), Path(sys.executable).parent, Path(sys.base_prefix)):
         path = path.resolve()
-        if tmp in path.parents and not any(r == path or r in path.parents for r in roots):
-            roots = [r for r in roots if path not in r.parents] + [path]
-    return [Mount("bind", str(r), str(r), read_only=True) for r in roots]
+        if not any(k == path or k in path.parents for k in out):
+            out = [k for k in out if path not in k.parents] + [path]
+    return out
+
+
+def _inside(path: Path, roots: list[Path]) -> bool:
+    return any(r == path or r in path.parents for r in roots)
+
+
+def host_tmp_mounts(hidden: list[Path] = ()) -> list[Mount]:
+    """A venv or Python under the host's /tmp would be hidden by the Worker's private /tmp, leaving the
+    Worker without ``python``/``ray``: bind those directories back, read-only, at the same path (those
+    inside a hidden root are bound back by :func:`hide_plan` instead). Never the checkout itself."""
+    tmp = Path("/tmp")
+    return [
+        Mount("bind", str(k), str(k), read_only=True)
+        for k in keep_paths()
+        if tmp in k.parents and not _inside(k, list(hidden))
+    ]
+
+
+def hidden_roots(extra: list[Path | str] = ()) -> list[Path]:
+    """Directories no Worker may read: the console's checkout, ``extra`` (``var/``, the local root, the
+    database's directory), a checkout holding the venv, and every ancestor of a :func:`keep_paths` entry that
+    others cannot traverse (``/root`` for a pyenv Python). Outermost only; never ``/``."""
+    candidates = [SCRIPTS_DIR.parent.parent, *map(Path, extra)]
+    for keep in keep_paths():
+        if (keep.parent / "manage.py").exists():
+            candidates.append(keep.parent)
+        for anc in keep.parents:
+            try:
+                if anc != Path("/") and not anc.stat().st_mode & 0o001:
+                    candidates.append(anc)
+            except OSError:
+                continue
+    roots: list[Path] = []
+    for c in candidates:
+        try:
+            c = c.resolve()
+        except OSError:
+            continue
+        if len(c.parts) < 2 or not c.is_dir() or _inside(c, roots):
+            continue
+        roots = [r for r in roots if c not in r.parents] + [c]
+    return roots
+
+
+def hide_plan(roots: list[Path], keep: list[Path] | None = None) -> list[list[str]]:
+    """The rows of ``hide.tsv`` read by podinit.sh: ``root PATH`` (a read-only tmpfs covers it),
+    ``deny-dir PATH`` / ``deny-file PATH`` (each entry of a root seen now: a 0700 root-owned directory or
+    0600 file is bound over it, so reading it fails with EACCES), ``link PATH TARGET`` (a symlink to a kept
+    path, e.g. a worktree's ``.venv``) and ``keep PATH`` (bound back read-only at its path)."""
+    keep = keep_paths() if keep is None else keep
+    rows: list[list[str]] = []
+    for root in roots:
+        rows.append(["root", str(root)])
+        inner = [k for k in keep if root in k.parents]
+        try:
+            entries = sorted(root.iterdir())
+        except OSError:
+            entries = []
+        for entry in entries:
+            if any(k == entry or entry in k.parents for k in inner):
+                continue  # recreated by its keep row
+            try:
+                if entry.is_symlink():
+                    target = entry.resolve()
+                    if _inside(target, keep):
+                        rows.append(["link", str(entry), os.readlink(entry)])
+                        continue
+                rows.append(["deny-dir" if entry.is_dir() else "deny-file", str(entry)])
+            except OSError:
+                continue
+        rows.extend(["keep", str(k)] for k in inner)
+    for row in rows:
+        if any("\t" in v or "\n" in v for v in row):
+            raise ValueError(f"invalid path {row!r}")
+    return rows
 
 
 def spawn(
@@ -127,27 +210,37 @@ def spawn(
     mounts: list[Mount],
     workdir: str = POD_WORK,
     log_path: Path | None = None,
+    ids: tuple[int, int] | None = None,
+    hidden: list[Path] = (),
 ) -> subprocess.Popen:
     """Start the Worker; stdout+stderr go to ``log_path`` (appended). Returns the ``unshare``
     process, leader of its own process group (``pgid == pid``). ``log_path`` defaults to
-    ``<pod_dir>/main.log``; ``workdir`` is a path inside the Worker."""
+    ``<pod_dir>/main.log``; ``workdir`` is a path inside the Worker. ``ids`` = (first host uid/gid,
+    count) maps the Worker's root to that range (the caller must be root and own it in /etc/subuid);
+    ``hidden`` are the roots of :func:`hide_plan`. The Worker's home and work directories must already
+    belong to ``ids[0]``."""
     log_path = log_path or pod_dir / "main.log"
     pod_dir.mkdir(parents=True, exist_ok=True)
     mounts_file = pod_dir / "mounts.tsv"
-    write_mounts(mounts_file, [*standard_mounts(pod_dir), *mounts])
+    write_mounts(mounts_file, [*standard_mounts(pod_dir, list(hidden)), *mounts])
+    hide_file = pod_dir / "hide.tsv"
+    hide_file.write_text("".join("\t".join(row) + "\n" for row in hide_plan(list(hidden))))
     pod_tmp = pod_dir / "tmp"
     pod_tmp.mkdir(exist_ok=True)
     pod_tmp.chmod(0o1777)
     full_env = {
         **env,
         "RLARK_POD_MOUNTS": str(mounts_file),
+        "RLARK_POD_HIDE": str(hide_file),
         "RLARK_POD_WORKDIR": workdir,
         "RLARK_POD_TMP": str(pod_tmp),
     }
+    if ids is not None:
+        full_env["RLARK_POD_IDMAP"] = f"{int(ids[0])},0,{int(ids[1])}"
     log = open(log_path, "ab", buffering=0)  # noqa: SIM115 - handed to the child
     try:
         return subprocess.Popen(
-            [*namespace_command(), "bash", str(PODINIT), *command],
+            [*namespace_command(user_ns=ids is None), "bash", str(PODINIT), *command],
             env=full_env,
             stdin=subprocess.DEVNULL,
             stdout=log,

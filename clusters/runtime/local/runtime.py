@@ -277,10 +277,17 @@ def _tail(f, lines: int) -> bytes:
     return b"\n".join(parts[-lines:])
 
 
+def _in_dir(workdir: str, cmd: list[str]) -> list[str]:
+    """``cmd`` started in ``workdir`` (``/`` when it does not exist), with no shell parsing of either."""
+    return ["/bin/sh", "-c", 'cd -- "$1" 2>/dev/null || cd /; shift; exec "$@"', "rlark-exec", workdir, *cmd]
+
+
 class LocalExecStream:
     """An interactive shell in a local Worker: ``nsenter`` into the Worker's user, mount, PID and
     UTS namespaces, the Worker's env and working directory, ``bash -l`` (else ``sh``) on a PTY.
-    Implements :class:`clusters.runtime.base.ExecStream`."""
+    nsenter enters the user namespace last and becomes its root, i.e. the Worker's unprivileged host uid
+    (issue 16): the shell sees and may do exactly what the Worker may. Implements
+    :class:`clusters.runtime.base.ExecStream`."""
 
     def __init__(self, ns_pid: int, env: dict[str, str], workdir: str, command: list[str] | None = None) -> None:
         self._exit_code: int | None = None
@@ -288,7 +295,9 @@ class LocalExecStream:
         self._fd = master
         nsenter = shutil.which("nsenter") or "/usr/bin/nsenter"
         cmd = command or ["bash", "-l"]
-        argv = [nsenter, "-t", str(ns_pid), "--user", "--mount", "--uts", "--pid", f"--wd={workdir}", "--", *cmd]
+        # cd inside the Worker's mount namespace: nsenter's --wd resolves the path before entering it (the
+        # shell would sit in the host's /rlark/work, where it must not write).
+        argv = [nsenter, "-t", str(ns_pid), "--user", "--mount", "--uts", "--pid", "--", *_in_dir(workdir, cmd)]
         self._proc = subprocess.Popen(
             argv,
             stdin=slave,

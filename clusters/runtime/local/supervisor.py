@@ -21,7 +21,13 @@ Worker's own process group, ``RLARK_LOCAL_STOP_GRACE`` s (default 5), then SIGKI
 of its PID namespace (:func:`launcher.kill_group`); never by name.
 
 Restart safety: PIDs and process start times are recorded in ``state.json``; a restarted supervisor
-adopts Workers that are still alive (same PID and start time) and records the ones that vanished.
+adopts Workers that are still alive (same PID and start time) and restarts the ones that vanished (a host
+reboot) in place with reason ``RuntimeRestarted`` (the sync then bumps the job's attempt, see
+``jobs.services.runtime_restart``). runconsole leaves the supervisor running when it stops.
+
+Unprivileged Workers (issue 16): as root, each job gets a slot of subordinate ids (:mod:`.idmap`,
+``state["id_slots"]``); its Pod directories, volumes and claims belong to that uid, and the Worker runs
+as it (:mod:`.launcher`).
 On SIGTERM/SIGINT it stops every Worker (nothing is left running) unless ``RLARK_LOCAL_KEEP_PODS=1``;
 the desired state stays, so the next supervisor re-creates the Pods.
 """
@@ -48,7 +54,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from clusters.runtime.local import launcher, scheduling
+from clusters.runtime.local import idmap, launcher, scheduling
 
 log = logging.getLogger("rlark.local_supervisor")
 
@@ -62,6 +68,10 @@ BACKOFF_MAX = 300.0
 BACKOFF_RESET = 600.0
 TICK = 0.5
 SCRIPTS_VOLUME = "rlark-scripts"
+# A Worker found gone when the supervisor starts (a host reboot, or its process groups were killed): the
+# container is restarted in place with this reason (``last_reason`` of the new instance, issue 16 point 4).
+RUNTIME_RESTARTED = "RuntimeRestarted"
+RUNTIME_RESTARTED_MESSAGE = "the local runtime restarted"
 PORT_LOCK_DIR = Path(os.environ.get("RLARK_LOCAL_PORT_LOCKS", "/tmp/rlark-local-ports"))
 
 
@@ -115,8 +125,26 @@ class Supervisor:
         self.killing: set[str] = set()  # pod keys being terminated
         self.cpu_samples: dict[str, tuple[float, float]] = {}
         self.port_locks: dict[int, int] = {}  # port block base -> fd holding its lock file
-        self.state: dict[str, Any] = {"clusters": {}, "tasks": {}, "pods": {}, "jobs": {}, "ports": []}
+        self.state: dict[str, Any] = {
+            "clusters": {},
+            "tasks": {},
+            "pods": {},
+            "jobs": {},
+            "ports": [],
+            "id_slots": {},
+        }
         self._dirty = False
+        # Root supervisor: Workers run as the job's subordinate ids (idmap); else as this user.
+        self.ids: tuple[int, int] | None = None
+        self.ids_error = ""
+        if os.geteuid() == 0:
+            try:
+                self.ids = idmap.ensure_range()
+            except idmap.IdMapUnavailable as exc:
+                self.ids_error = str(exc)
+                log.error("%s; no Worker will start", exc)
+        extra = [p for p in os.environ.get("RLARK_LOCAL_HIDE", "").split(os.pathsep) if p]
+        self.hidden = launcher.hidden_roots([self.root, *extra])
         self._load()
 
     # ---- persistence -------------------------------------------------------------------------
@@ -155,7 +183,7 @@ class Supervisor:
                 # now belongs to another process means the group is gone: signal nothing.
                 if not psutil.pid_exists(pid):
                     launcher.kill_group(pid, grace=0.5)
-                self._container_exited(key, None, "Unknown")
+                self._container_exited(key, None, RUNTIME_RESTARTED, RUNTIME_RESTARTED_MESSAGE)
         self._dirty = True
 
     def _save(self) -> None:
@@ -389,11 +417,11 @@ class Supervisor:
             self.procs.pop(pkey, None)
             self._container_exited(pkey, code, "Completed" if code == 0 else ("Error" if code else "Unknown"))
 
-    def _container_exited(self, pkey: str, code: int | None, reason: str) -> None:
+    def _container_exited(self, pkey: str, code: int | None, reason: str, message: str = "") -> None:
         pod = self.state["pods"][pkey]
         c = pod["container"]
         ran = time.time() - (pod.get("container_started_ts") or time.time())
-        c.update(state="terminated", reason=reason, exit_code=code, finished_at=now_iso(), ready=False, message="")
+        c.update(state="terminated", reason=reason, exit_code=code, finished_at=now_iso(), ready=False, message=message)
         self._free_block(pod.get("port_base"))
         pod.update(pid=None, pid_create_time=None, port_base=None, adopted=False)
         if ran >= BACKOFF_RESET:
@@ -538,13 +566,38 @@ class Supervisor:
                 self._dirty = True
 
     # ---- starting a Worker -------------------------------------------------------------------
+    def _check_source(self, source: Path, host_path: bool, name: str) -> Path:
+        """The real path to bind for a volume. Raises ValueError (the Pod's CreateContainerError) when a
+        volume the runtime manages leads out of its storage through a symlink, or a hostPath is inside,
+        or contains, the console's own files (:attr:`hidden`)."""
+        real = source.resolve()
+        if host_path:
+            for h in self.hidden:
+                if h == real or h in real.parents or real in h.parents:
+                    raise ValueError(f"volume {name}: hostPath {source} overlaps the console's files ({h})")
+        elif self.root.resolve() not in real.parents:
+            raise ValueError(f"volume {name}: {source} leads out of the local runtime's storage")
+        return real
+
     def _claim_dir(self, cluster: str, pvc: dict[str, Any]) -> Path:
         spec = pvc.get("spec") or {}
         meta = pvc.get("metadata") or {}
         klass = spec.get("storageClassName") or (meta.get("annotations") or {}).get("rlark.io/storage-class")
         return self.root / "storage" / cluster / (klass or "default") / meta.get("name", "claim")
 
-    def _mounts(self, t: dict[str, Any], pod: dict[str, Any], spec: dict[str, Any], main: dict[str, Any], pdir: Path):
+    def _mounts(
+        self,
+        t: dict[str, Any],
+        pod: dict[str, Any],
+        spec: dict[str, Any],
+        main: dict[str, Any],
+        pdir: Path,
+        ids: tuple[int, int] | None = None,
+    ):
+        """The Pod's volumes as launcher Mounts (+ its /dev/shm size). Directories made here belong to
+        the job's Worker uid (``ids``): emptyDirs, ConfigMap/Secret files, claims and storage (their top
+        level); a hostPath directory the runtime creates is 1777 (several jobs may share it, as
+        ``/tmp/rlark-demo-output`` of the demo), an existing one is used as it is."""
         volumes = {v.get("name"): v for v in spec.get("volumes") or []}
         objects = {(o.get("kind"), (o.get("metadata") or {}).get("name")): o for o in t.get("extra_objects") or []}
         mounts: list[launcher.Mount] = []
@@ -561,13 +614,15 @@ class Supervisor:
             options = ""
             if "hostPath" in vol:
                 source = Path(vol["hostPath"].get("path") or "/")
-                if vol["hostPath"].get("type") in (None, "", "DirectoryOrCreate"):
+                if vol["hostPath"].get("type") in (None, "", "DirectoryOrCreate") and not source.exists():
                     source.mkdir(parents=True, exist_ok=True)
+                    source.chmod(0o1777)
             elif "persistentVolumeClaim" in vol:
                 claim = vol["persistentVolumeClaim"].get("claimName")
                 pvc = objects.get(("PersistentVolumeClaim", claim)) or {"metadata": {"name": claim}}
                 source = self._claim_dir(pod["cluster"], pvc)
                 source.mkdir(parents=True, exist_ok=True)
+                self._own(source, ids)
             elif "emptyDir" in vol:
                 ed = vol["emptyDir"] or {}
                 if ed.get("medium") == "Memory":
@@ -580,12 +635,14 @@ class Supervisor:
                 else:
                     source = pdir / "volumes" / vm["name"]
                     source.mkdir(parents=True, exist_ok=True)
+                    self._own(source, ids)
             elif "configMap" in vol or "secret" in vol:
                 is_cm = "configMap" in vol
                 ref = vol["configMap"].get("name") if is_cm else vol["secret"].get("secretName")
                 obj = objects.get(("ConfigMap" if is_cm else "Secret", ref)) or {}
                 source = pdir / "volumes" / vm["name"]
                 source.mkdir(parents=True, exist_ok=True)
+                self._own(source, ids, 0o755)
                 import base64
 
                 files = dict(obj.get("data") or {}) if is_cm else {}
@@ -596,15 +653,23 @@ class Supervisor:
                     files.update(obj.get("stringData") or {})
                 for fname, text in files.items():
                     fpath = source / fname
+                    if fpath.is_symlink():  # left by the Worker: never write through it
+                        fpath.unlink()
                     fpath.write_text(str(text))
-                    fpath.chmod(0o644 if is_cm else 0o600)
+                    self._own(fpath, ids, 0o644 if is_cm else 0o600)
             else:  # csi / object storage and anything else: a per-cluster storage directory
                 driver = (vol.get("csi") or {}).get("driver") or "volumes"
                 source = self.root / "storage" / pod["cluster"] / driver / (vm.get("name") or "volume")
                 source.mkdir(parents=True, exist_ok=True)
+                self._own(source, ids)
             if vm.get("subPath") and kind == "bind":
                 source = source / vm["subPath"]
-                source.mkdir(parents=True, exist_ok=True)
+                self._check_source(source, "hostPath" in vol, vm.get("name", ""))
+                if not source.exists():
+                    source.mkdir(parents=True, exist_ok=True)
+                    self._own(source, ids)
+            if kind == "bind":
+                source = self._check_source(source, "hostPath" in vol, vm.get("name", ""))
             mounts.append(launcher.Mount(kind, str(source), target, read_only, options))
         # parents before children (as the kubelet does), so /a/b is not hidden by a later mount at /a
         mounts.sort(key=lambda m: len(Path(m.target).parts))
@@ -654,20 +719,61 @@ class Supervisor:
         env["RLARK_POD_PATH"] = env["PATH"]
         return env
 
+    def _job_ids(self, cluster: str, job: str) -> tuple[int, int] | None:
+        """``(host uid = gid of the job's root, count)``: one :mod:`.idmap` slot per job name, kept after the
+        job is gone (a re-created job finds its storage again); ``None`` when not running as root. Raises
+        RuntimeError when a root supervisor has no usable range (never start a Worker as host root)."""
+        if os.geteuid() != 0:
+            return None
+        if self.ids is None:
+            raise RuntimeError(self.ids_error or "no subordinate id range for Workers")
+        start, count = self.ids
+        slots: dict[str, int] = self.state.setdefault("id_slots", {})
+        jkey = _key(cluster, job)
+        if jkey not in slots:
+            used = set(slots.values())
+            free = [n for n in range(count // idmap.SLOT) if n not in used]
+            if not free:  # every slot was handed out once: reuse the one of a job that no longer exists
+                gone = [k for k in slots if k not in self.state["jobs"]]
+                if not gone:
+                    raise RuntimeError("every subordinate id slot is in use by a running job")
+                free = [slots.pop(gone[0])]
+            slots[jkey] = free[0]
+            self._dirty = True
+        return idmap.slot_ids(start, slots[jkey])
+
+    @staticmethod
+    def _own(path: Path, ids: tuple[int, int] | None, mode: int = 0o700) -> None:
+        """Give ``path`` to the Worker's root (host uid ``ids[0]``) with ``mode``."""
+        if ids is not None:
+            os.chown(path, ids[0], ids[0], follow_symlinks=False)
+        path.chmod(mode)
+
     def _start(self, pkey: str, pod: dict[str, Any], t: dict[str, Any], spec: dict[str, Any]) -> None:
         containers = spec.get("containers") or []
         main = next((c for c in containers if c.get("name") == "main"), containers[0] if containers else {})
+        ids = self._job_ids(pod["cluster"], t["job"])
         pdir = pod_dir(self.root, pod["cluster"], pod["name"])
         home = pdir / "home"
         work = pdir / "work"
         for d in (home, work):
             d.mkdir(parents=True, exist_ok=True)
-        (home / ".bash_profile").write_text(
+        pdir.chmod(0o700)
+        profile = home / ".bash_profile"
+        profile.unlink(missing_ok=True)  # never write through a symlink the Worker left
+        profile.write_text(
             "# RLark local runtime: keep the Worker's PATH in login shells (/etc/profile resets it)\n"
             'if [ -n "$RLARK_POD_PATH" ]; then export PATH="$RLARK_POD_PATH"; fi\n'
             '[ -f "$HOME/.bashrc" ] && . "$HOME/.bashrc"\n'
         )
-        mounts, shm = self._mounts(t, pod, spec, main, pdir)
+        for path in (home, work, profile):
+            self._own(path, ids, 0o700 if path.is_dir() else 0o644)
+        mounts, shm = self._mounts(t, pod, spec, main, pdir, ids)
+        if ids is not None:  # the host's other world-writable places are not shared between jobs either
+            taken = {m.target.rstrip("/") for m in mounts}
+            for target in ("/dev/shm", "/var/tmp"):
+                if target not in taken:
+                    mounts.append(launcher.Mount("tmpfs", "tmpfs", target, options="size=50%,mode=1777"))
         env = self._env(t, pod, main)
         base = self._alloc_block()
         gpus = sum(v for k, v in (pod.get("requests") or {}).items() if k.endswith("/gpu"))
@@ -681,7 +787,7 @@ class Supervisor:
             os.replace(log_path, pdir / "main.previous.log")
         if restarting:  # a restarted container starts with a fresh /tmp (old Ray sessions gone), as on Kubernetes
             shutil.rmtree(pdir / "tmp", ignore_errors=True)
-        proc = launcher.spawn(pdir, command, env, mounts, workdir, log_path)
+        proc = launcher.spawn(pdir, command, env, mounts, workdir, log_path, ids=ids, hidden=self.hidden)
         import psutil
 
         c = pod["container"]
@@ -689,6 +795,7 @@ class Supervisor:
             if c.get("state") == "terminated":
                 c["last_exit_code"] = c.get("exit_code")
                 c["last_reason"] = c.get("reason", "")
+                c["last_message"] = c.get("message", "")
             c["restart_count"] = c.get("restart_count", 0) + 1
         pod["runs"] = pod.get("runs", 0) + 1
         started = now_iso()

@@ -1,0 +1,59 @@
+"""Kept logs of deleted jobs (issue 16, point 5; ``jobs.services.log_archive``).
+
+- ``GET /api/v1/log-archives/``: ``[{"id", "job", "owner", "deletedAt", "expiresAt", "capBytes", "cut": [..],
+  "files": [{"pod", "previous", "bytes"}]}]``, the archives the user may read (staff: all; others: their own
+  jobs'), newest first.
+- ``GET /api/v1/log-archives/{id}/logs/?pod=POD&previous=false``: the full log as ``text/plain``
+  (attachment ``<job>-<pod>[-previous].log``, streamed). 404 for an archive or Pod the user may not read.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpResponse, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts import policy
+from jobs.services import log_archive
+
+
+def visible_archives(user) -> list[dict]:
+    return [a for a in log_archive.deleted_archives() if policy.can_view_log_archive(user, a.get("ownerId"))]
+
+
+class LogArchiveListView(APIView):
+    """Deleted jobs whose Worker logs are still kept."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        return Response([{k: v for k, v in a.items() if k != "ownerId"} for a in visible_archives(request.user)])
+
+
+def archive_response(user, archive_id: str, pod: str, previous: bool):
+    """The streamed full log, or a 404 text response (shared by the API and the page)."""
+    entry = next((a for a in visible_archives(user) if a["id"] == archive_id), None)
+    base = log_archive.deleted_dir(archive_id) if entry else None
+    path = log_archive.find("", pod, previous, base=base) if base and pod else None
+    if path is None or not any(f["pod"] == pod and f["previous"] == previous for f in entry["files"]):
+        return HttpResponse("no such archived log\n", status=404, content_type="text/plain; charset=utf-8")
+    response = StreamingHttpResponse(log_archive.chunks(path), content_type="text/plain; charset=utf-8")
+    name = f"{entry['job']}-{pod}{'-previous' if previous else ''}.log"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+class LogArchiveLogView(APIView):
+    """One Worker's full archived log of a deleted job."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("pod", str, description="Worker (Pod) name"),
+            OpenApiParameter("previous", bool, description="the previous container instance"),
+        ],
+        responses={(200, "text/plain"): OpenApiTypes.STR},
+    )
+    def get(self, request, archive_id: str):
+        previous = request.query_params.get("previous", "false").lower() in ("1", "true", "yes")
+        return archive_response(request.user, archive_id, request.query_params.get("pod", ""), previous)
