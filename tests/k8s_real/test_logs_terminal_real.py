@@ -13,6 +13,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.test import Client
 from rest_framework.test import APIClient
 
+from terminal.services import sessions
 from terminal.services.runtimes import use_runtime_factory
 from terminal.testing import session_cookie, ws_communicator
 from tests.k8s_real.conftest import wait_for
@@ -113,3 +114,8 @@ async def test_web_terminal_through_pods_exec(running_job, alice, tmp_path):
     # kwok's exec server reports a failed command without its exit code (it wraps os/exec's error), so the
     # real API server's status carries none; the code itself is covered against the fake (test_terminal_k8s).
     assert msg["code"] == 1000 and msg["reason"].startswith("terminal exited with code"), msg
+    await comm.wait(timeout=15)  # let the consumer finish its cleanup: exec stream closed, session audited
+    deadline = time.monotonic() + 10
+    while sessions.active_sessions() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert sessions.active_sessions() == []
