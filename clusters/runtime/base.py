@@ -100,7 +100,9 @@ class PodInfo:
     ``phase`` is Kubernetes' pod phase: ``Pending`` | ``Running`` | ``Succeeded``
     | ``Failed`` | ``Unknown``. ``task`` is the Task (StatefulSet) name and
     ``ordinal`` the StatefulSet ordinal (the number after the last ``-``).
-    ``uid`` changes whenever the Pod is re-created.
+    ``uid`` changes whenever the Pod is re-created; ``revision`` is the workload revision it was made from
+    (Kubernetes: the ``controller-revision-hash`` label), so a Pod re-created by a template update (an edit) is
+    told apart from one that failed, was deleted or evicted.
     """
 
     name: str
@@ -118,6 +120,7 @@ class PodInfo:
     events: tuple[PodEvent, ...] = ()
     message: str = ""
     reason: str = ""
+    revision: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -289,6 +289,8 @@ def _pod_values(info: PodInfo) -> dict[str, Any]:
     for key in ("started_at", "finished_at"):
         state[key] = _iso(state[key])
     exit_code = c.exit_code if c.exit_code is not None else c.last_exit_code
+    if info.revision:
+        state["revision"] = info.revision
     return {
         "ordinal": info.ordinal,
         "uid": info.uid,
@@ -374,7 +376,8 @@ def observe_job(job: Job, pods_by_task: dict[str, list[PodInfo]], down: dict[int
                     if signals:
                         values["container_state"]["signals"] = signals
                 replaced = (row.container_state or {}).get("replaced")
-                if replaced is None and row.uid and info.uid != row.uid and _lost(job, row):
+                same_revision = (row.container_state or {}).get("revision", "") == (info.revision or "")
+                if replaced is None and row.uid and info.uid != row.uid and same_revision and _lost(job, row):
                     replaced = {"uid": row.uid}
                 if replaced is not None:  # kept for the rest of this attempt (a new attempt deletes the rows)
                     values["container_state"]["replaced"] = replaced
@@ -389,7 +392,7 @@ def observe_job(job: Job, pods_by_task: dict[str, list[PodInfo]], down: dict[int
                     if row.phase not in ("Succeeded", "Failed", "Stopped"):
                         row.phase = "Stopped"
                         updates.setdefault(row.pk, (row, set()))[1].add("phase")
-                elif _lost(job, row):
+                elif _lost(job, row) and not _rolling(pods_by_task.get(task.name, []), row):
                     # Gone between two syncs while the job ran (deleted, evicted, or Failed and replaced by its
                     # StatefulSet before we looked): the Worker's Ray node is lost; keep the row to say so.
                     row.phase, row.reason = "Failed", "PodDeleted"
@@ -419,6 +422,12 @@ def observe_job(job: Job, pods_by_task: dict[str, list[PodInfo]], down: dict[int
     if terminal_now:
         controller.reconcile(job)  # finished: scale every Task to 0 (upstream-rlark 4.8, goes further)
     return job
+
+
+def _rolling(infos: list[PodInfo], row: Pod) -> bool:
+    """The Task's other Pods come from a newer revision than ``row``: its StatefulSet is rolling an edit out."""
+    old = (row.container_state or {}).get("revision", "")
+    return any(i.revision and i.revision != old for i in infos)
 
 
 def _lost(job: Job, row: Pod) -> bool:

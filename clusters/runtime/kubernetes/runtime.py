@@ -187,6 +187,7 @@ def pod_info(pod: dict, events: tuple[PodEvent, ...] = ()) -> PodInfo:
         events=events,
         message=message,
         reason=reason,
+        revision=labels.get("controller-revision-hash", ""),
     )
 
 
