@@ -142,3 +142,16 @@ def test_plan_api_caps_num_nodes_quickly(alice):
     assert en.status_code == 400 and "cannot be more than 10000" in en.json()["problems"][0]["message"]
     ok = api.post("/api/v1/rlinf/plan/", f"cluster: {{num_nodes: {rlinf.MAX_NUM_NODES}}}", content_type="text/yaml")
     assert ok.status_code == 200 and ok.json()["workers"] == rlinf.MAX_NUM_NODES
+
+
+def test_wizard_counts_are_bounded_by_the_submitted_fields():
+    from django.http import QueryDict
+
+    from jobs.services.wizard import from_post
+
+    data = QueryDict(mutable=True)
+    data.update({"role_count": "1000000000", "r0-name": "head", "r0-env_count": "1000000000", "r0-mnt_count": "99"})
+    start = time.perf_counter()
+    state = from_post(data)
+    assert time.perf_counter() - start < 2
+    assert len(state.roles) <= len(data) and all(len(r.env) <= len(data) for r in state.roles)
