@@ -24,6 +24,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
+from accounts.clientaddr import scope_address
 from clusters.runtime.base import PodNotFound, RuntimeError_
 from terminal.services import access, logs, sessions, transfer
 from terminal.services.runtimes import runtime_for
@@ -329,9 +330,8 @@ class TerminalConsumer(_JobSocket):
         except RuntimeError_ as exc:
             await self._finish(access.CLOSE_ERROR, str(exc))
             return
-        client = self.scope.get("client") or ("", 0)
         self.session = await database_sync_to_async(sessions.open_session)(
-            self.scope["user"], self.job_name, target.pod, target.namespace, str(client[0] or "")
+            self.scope["user"], self.job_name, target.pod, target.namespace, scope_address(self.scope)
         )
         self.loop = asyncio.get_running_loop()
         self.out_q: asyncio.Queue = asyncio.Queue(maxsize=self.queue_size)
