@@ -69,7 +69,7 @@ def _err(detail: Exception | str) -> str:
 
 def load_config(config: dict | str) -> tuple[dict | None, list[Problem]]:
     """YAML text or a mapping -> (mapping, problems)."""
-    from jobs.spec.document import _too_big
+    from jobs.spec.document import _Loader, _too_big
 
     if isinstance(config, dict):
         data: Any = config
@@ -77,9 +77,11 @@ def load_config(config: dict | str) -> tuple[dict | None, list[Problem]]:
         if len(config or "") > MAX_CONFIG_CHARS:
             return None, [Problem("rlinf", "rlinf_config_too_large", {"detail": "larger than 1 MiB"})]
         try:
-            data = yaml.safe_load(config or "")
+            data = yaml.load(config or "", Loader=_Loader)  # LibYAML (when present) caps the nesting depth
         except yaml.YAMLError as exc:
             return None, [Problem("rlinf", "yaml_invalid", {"detail": _err(exc).splitlines()[0]})]
+        except RecursionError:
+            return None, [Problem("rlinf", "rlinf_config_too_large", {"detail": "nested too deeply"})]
     if not isinstance(data, dict):
         return None, [Problem("rlinf", "rlinf_config_invalid", {"detail": "not a mapping"})]
     if _too_big(data):  # YAML aliases can make a small text a huge tree
