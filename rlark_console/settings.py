@@ -197,6 +197,7 @@ RLARK_SERVE_STATIC = _env_bool("RLARK_SERVE_STATIC", True)
 
 # WebTerminal sessions close after this many idle seconds (keep-alive pings keep busy ones open).
 RLARK_TERMINAL_IDLE_TIMEOUT = float(os.environ.get("RLARK_TERMINAL_IDLE_TIMEOUT", "3600"))
+RLARK_TERMINAL_GRACE_PERIOD = float(os.environ.get("RLARK_TERMINAL_GRACE_PERIOD", "60"))
 # Kubernetes API calls: (connect, read) timeouts in seconds, per call.
 RLARK_K8S_CONNECT_TIMEOUT = float(os.environ.get("RLARK_K8S_CONNECT_TIMEOUT", "3"))
 RLARK_K8S_READ_TIMEOUT = float(os.environ.get("RLARK_K8S_READ_TIMEOUT", "15"))
