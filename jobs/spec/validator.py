@@ -74,10 +74,12 @@ SECRET_VALUE = re.compile(
     r"|\bgithub_pat_[A-Za-z0-9_]{20}"
     r"|\bxox[abposr]-[A-Za-z0-9-]{10}|\bsk-[A-Za-z0-9_-]{20}|\bhf_[A-Za-z0-9]{30}|\bglpat-[A-Za-z0-9_-]{20}"
 )
-# ``scheme://user:password@``: tried only right after each ``://`` (found with str.find), with bounded parts, so
-# the cost is O(len(text)) whatever the text. RFC 3986 userinfo has no ``/``, ``@`` or whitespace.
+# ``scheme://user:password@``: the pattern starts at the literal ``://`` (so no start position rescans a long
+# run of scheme-like characters, which made the old ``[a-z][a-z0-9+.-]*://`` pattern quadratic) and its parts
+# are bounded; the scheme before it is then checked in a 32-character window. RFC 3986 userinfo has no ``/``,
+# ``@`` or whitespace. Linear in the text.
 _URL_SCHEME_END = re.compile(r"[a-z][a-z0-9+.-]{0,31}$", re.IGNORECASE)
-_URL_USERINFO = re.compile(r"[^/\s:@]{1,256}:[^/\s@]{1,256}@")
+_URL_USERINFO = re.compile(r"://[^/\s:@]{1,256}:[^/\s@]{1,256}@")
 SCRIPT_ASSIGNMENT = re.compile(r"(?:^|[\s;&|])(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(\"[^\"]*\"|'[^']*'|[^\s;&|]+)")
 SCRIPT_FLAG = re.compile(r"--(?:password|passwd|token|api-key|secret)[= ]+(\"[^\"]*\"|'[^']*'|[^\s;&|]+)", re.I)
 
@@ -123,11 +125,10 @@ def normalize_ssh_key(key: str) -> str:
 
 def _url_with_password(value: str) -> bool:
     """True when ``value`` contains ``scheme://user:password@`` (e.g. ``postgres://u:p@db``). Linear time."""
-    at = value.find("://")
-    while at >= 0:
-        if at and _URL_SCHEME_END.search(value, max(0, at - 32), at) and _URL_USERINFO.match(value, at + 3):
+    for match in _URL_USERINFO.finditer(value):
+        at = match.start()
+        if at and _URL_SCHEME_END.search(value, max(0, at - 32), at):
             return True
-        at = value.find("://", at + 3)
     return False
 
 
