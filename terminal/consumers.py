@@ -40,11 +40,6 @@ PARK_BUFFER = 256 * 1024  # output kept for a reattaching browser (the most rece
 _parked: dict[str, TerminalConsumer] = {}
 
 
-def parked_count() -> int:
-    """Shells waiting for their browser to reattach (tests, bench)."""
-    return len(_parked)
-
-
 def _reason(text: str) -> str:
     """Close reasons are limited to 123 bytes by RFC 6455."""
     raw = text.encode()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -19,8 +20,21 @@ from tests.test_terminal_consumer import NS, Term, eventually, job, runtime  # n
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(90), pytest.mark.asyncio]
 
 
+_STARTED: list[datetime] = [datetime.now(UTC)]
+
+
+def _live_sessions() -> list:
+    """Sessions opened by the running test (other modules' leftovers are not ours to count)."""
+    return [s for s in sessions.active_sessions() if s.started_at >= _STARTED[0]]
+
+
+def _parked_mine() -> int:
+    return sum(1 for c in consumers._parked.values() if c.session and c.session.started_at >= _STARTED[0])
+
+
 @pytest.fixture(autouse=True)
 def _no_parked_shells_left():
+    _STARTED[0] = datetime.now(UTC)
     yield
     for parked in list(consumers._parked.values()):  # a test that leaves one: end it with its runtime
         for task in parked.tasks:
@@ -71,16 +85,16 @@ async def test_reconnect_within_the_grace_period_reattaches_the_same_shell(runti
     await term.run("X=kept-42", "m0")
     shell = runtime.execs[-1]
     await term.comm.disconnect()  # a network blip: no "bye"
-    assert await eventually(lambda: consumers.parked_count() == 1)
-    assert shell.proc.poll() is None and len(sessions.active_sessions()) == 1
+    assert await eventually(lambda: _parked_mine() == 1)
+    assert shell.proc.poll() is None and len(_live_sessions()) == 1
     again = await _open(alice, query=f"?resume={first['id']}")
     frame = await _session_frame(again)
     assert frame == {"type": "session", "id": first["id"], "resumed": True, "previous": True}
     assert await again.run("echo $X", "m1") == "kept-42"
-    assert len(runtime.execs) == 1 and consumers.parked_count() == 0
+    assert len(runtime.execs) == 1 and _parked_mine() == 0
     await again.comm.send_to(bytes_data=b"exit 0\r")
     await again.until_closed()
-    assert await eventually(lambda: sessions.active_sessions() == [])
+    assert await eventually(lambda: _live_sessions() == [])
     assert await sync_to_async(AuditEvent.objects.filter(action="terminal.session").count)() == 1
 
 
@@ -111,7 +125,7 @@ async def test_expired_or_foreign_token_starts_a_new_shell_and_says_so(
     shell = runtime.execs[-1]
     await term.comm.disconnect()
     assert await eventually(lambda: shell.proc.poll() is not None, 10)  # grace over: the shell is gone
-    assert await eventually(lambda: sessions.active_sessions() == [])
+    assert await eventually(lambda: _live_sessions() == [])
     event = await sync_to_async(lambda: AuditEvent.objects.get(action="terminal.session"))()
     assert "did not reconnect within 0.3 s" in event.detail["reason"]
     again = await _open(alice, query=f"?resume={first['id']}")
@@ -127,12 +141,12 @@ async def test_another_user_cannot_take_a_parked_shell(runtime, job, alice, admi
     first = await _session_frame(term)
     await term.run("X=alices", "m0")
     await term.comm.disconnect()
-    assert await eventually(lambda: consumers.parked_count() == 1)
+    assert await eventually(lambda: _parked_mine() == 1)
     other = await _open(admin_user, query=f"?resume={first['id']}")
     frame = await _session_frame(other)
     assert frame["resumed"] is False and frame["id"] != first["id"]
     assert await other.run("echo x$X", "m1") == "x"
-    assert consumers.parked_count() == 1  # alice's shell still waits for alice
+    assert _parked_mine() == 1  # alice's shell still waits for alice
     await other.comm.send_to(text_data=json.dumps({"type": "bye"}))
     await other.comm.disconnect()
 
@@ -145,7 +159,7 @@ async def test_bye_ends_the_shell_at_once(runtime, job, alice):  # noqa: F811
     await term.comm.send_to(text_data=json.dumps({"type": "bye"}))  # the page leaves on purpose
     await term.comm.disconnect()
     assert await eventually(lambda: shell.proc.poll() is not None, 10)
-    assert consumers.parked_count() == 0
-    assert await eventually(lambda: sessions.active_sessions() == [])
+    assert _parked_mine() == 0
+    assert await eventually(lambda: _live_sessions() == [])
     event = await sync_to_async(lambda: AuditEvent.objects.get(action="terminal.session"))()
     assert "browser closed" in event.detail["reason"]
