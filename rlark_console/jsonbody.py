@@ -18,6 +18,7 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
 from rlark_console.jsontext import loads
+from rlark_console.nul import NUL_MESSAGE, has_nul
 
 
 def max_body_bytes() -> int:
@@ -47,6 +48,8 @@ class ObjectJSONParser(JSONParser):
             raise ParseError(_("The request body is not valid JSON: %(detail)s") % {"detail": exc}) from exc
         if not isinstance(data, dict):
             raise ParseError(_("The request body must be a JSON object."))
+        if has_nul(data):
+            raise ParseError(_(NUL_MESSAGE))
         return data
 
 
@@ -60,6 +63,8 @@ def flat_fields(data: Any, *, keep: tuple[str, ...] = ()) -> dict[str, Any]:
         raise ParseError(_("The request body must be a JSON object."))
     out: dict[str, Any] = {}
     for key, value in data.items():
+        if isinstance(value, str) and "\x00" in value:
+            raise ParseError(_(NUL_MESSAGE))
         if key in keep or value is None or isinstance(value, bool | str):
             out[key] = value
         elif isinstance(value, int | float):

@@ -90,3 +90,30 @@ def test_deeply_nested_job_json_is_a_400(alice):
     assert r.status_code == 400 and r.json()["errors"][0]["code"] == "document_invalid"
     r = api.post("/api/v1/rlinf/plan/", deep, content_type="application/json")
     assert r.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("url", "body", "content_type"),
+    [
+        ("/api/v1/storage-classes/", "name=a%00b&cluster=c1&provider=kubernetes", "application/x-www-form-urlencoded"),
+        ("/api/v1/image-registries/", '{"name": "r\\u0000", "registry": "x.example"}', "application/json"),
+        ("/api/v1/domains/?x=%00", '{"name": "d", "cidr": "10.9.0.0/16"}', "application/json"),
+        ("/api/v1/tokens/", '{"name": "t\\u0000"}', "application/json"),
+    ],
+)
+def test_nul_characters_are_a_400(admin_api, url, body, content_type):
+    """PostgreSQL cannot store U+0000: refused before any query, in English and Chinese."""
+    en = admin_api.post(url, body, content_type=content_type, HTTP_ACCEPT_LANGUAGE="en")
+    assert en.status_code == 400 and "NUL" in en.json()["detail"], en.content[:300]
+    zh = admin_api.post(url, body, content_type=content_type)
+    assert zh.status_code == 400 and "不能包含" in zh.json()["detail"]
+
+
+def test_nul_in_a_job_document_is_a_400(alice):
+    seed_db(alice)
+    api = APIClient(raise_request_exception=False)
+    api.force_authenticate(alice)
+    doc = {"apiVersion": "rlinf.io/v1alpha1", "kind": "Job", "metadata": {"name": "x\u0000"}, "spec": {"tasks": []}}
+    for url in ("/api/v1/jobs/", "/api/v1/jobs/validate/"):
+        r = api.post(url, doc, format="json")
+        assert r.status_code == 400 and r.json()["errors"][0]["code"] == "document_invalid", r.content[:300]

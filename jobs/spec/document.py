@@ -70,6 +70,31 @@ def _too_big(value: Any) -> bool:
     return False
 
 
+def _has_nul(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def tree_problems(data: Any) -> list[Problem]:
+    """Bounds every document obeys however it arrived (text or an already parsed mapping): at most MAX_NODES
+    elements, MAX_DEPTH levels, no NUL character (PostgreSQL cannot store U+0000 in text or jsonb)."""
+    if _too_big(data):
+        return [Problem("", "document_invalid", {"detail": "too many elements or nested too deeply"})]
+    if _has_nul(data):
+        return [Problem("", "document_invalid", {"detail": "text contains a NUL (U+0000) character"})]
+    return []
+
+
 def parse_text(text: str | bytes, content_type: str | None = None) -> tuple[dict | None, list[Problem]]:
     """Parse a Job given as YAML or JSON text. ``content_type`` containing ``json`` forces JSON; otherwise YAML
     (a superset of JSON). Returns ``(document, [])`` or ``(None, [Problem])``."""
@@ -100,9 +125,8 @@ def parse_text(text: str | bytes, content_type: str | None = None) -> tuple[dict
         data = docs[0]
     if not isinstance(data, dict):
         return None, [Problem("", "document_invalid", {"detail": "the top level must be a mapping"})]
-    if _too_big(data):
-        return None, [Problem("", "document_invalid", {"detail": "too many elements or nested too deeply"})]
-    return data, []
+    problems = tree_problems(data)
+    return (None, problems) if problems else (data, [])
 
 
 def templates(document: dict) -> list:
