@@ -58,7 +58,21 @@ def loopback_only(monkeypatch):
 
 
 @pytest.fixture
-def token(admin_user, settings, monkeypatch, tmp_path, loopback_only):  # noqa: ARG001
+def keep_test_connection():
+    """As Django's test Client does: requests must not close the test's database connection (on PostgreSQL
+    that would end the test transaction and fail the next query)."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def token(admin_user, settings, monkeypatch, tmp_path, loopback_only, keep_test_connection):  # noqa: ARG001
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.VAR_DIR = tmp_path
     seed_db(admin_user)
