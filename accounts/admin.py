@@ -9,20 +9,18 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html_join
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
 from accounts.models import APIToken, AuditEvent
+from rlark_console.redirects import safe_next
 
 
 @login_not_required
 def _admin_login(request, extra_context=None):
     """The back office signs in through the console's login page, which is rate limited and audited
     (accounts.views.RateLimitedLoginView); Django admin's own login form would bypass both."""
-    target = request.GET.get("next") or reverse("admin:index")
-    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
-        target = reverse("admin:index")
+    target = safe_next(request, request.GET.get("next"), reverse("admin:index"))
     if request.user.is_authenticated:
         if request.user.is_active and request.user.is_staff:
             return redirect(target)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from accounts.clientaddr import request_address
 from accounts.models import AuditEvent
 
 logger = logging.getLogger("rlark.audit")
@@ -13,11 +14,10 @@ logger = logging.getLogger("rlark.audit")
 def record(actor, action: str, object_type: str = "", object_id: str = "", request=None, **detail: Any) -> AuditEvent:
     """Store an AuditEvent. ``detail`` must be plain JSON data and never hold secrets.
 
-    ``actor`` is a User or None; ``request`` (optional) supplies the remote address.
+    ``actor`` is a User or None; ``request`` (optional) supplies the client address
+    (``accounts.clientaddr.request_address``: forwarded headers only from trusted proxies).
     """
-    remote = ""
-    if request is not None:
-        remote = request.META.get("REMOTE_ADDR", "") if hasattr(request, "META") else ""
+    remote = request_address(request) if request is not None else ""
     name = getattr(actor, "username", "") or ""
     event = AuditEvent.objects.create(
         actor=actor if getattr(actor, "pk", None) else None,

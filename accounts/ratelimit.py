@@ -1,4 +1,13 @@
-"""Login rate limiting: at most ``MAX_FAILURES`` failed logins per (address, username) per window."""
+"""Login rate limiting, by address AND by account (issue 16, Major 3).
+
+Within ``WINDOW_SECONDS`` a login is refused (429) once any of these counters of failed logins is reached:
+- ``MAX_FAILURES`` for one (address, username) pair: the everyday lockout of a mistyped password;
+- ``MAX_ACCOUNT_FAILURES`` for one username from any addresses: guessing one account from many addresses;
+- ``MAX_ADDRESS_FAILURES`` for one address over any usernames: spraying many accounts from one address.
+Addresses come from ``accounts.clientaddr.request_address`` (forwarded headers only from trusted proxies).
+The per-account counter lets an attacker delay that account's logins by at most one window; that is the price
+of not letting distributed guessing through.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +16,32 @@ import hashlib
 from django.core.cache import cache
 
 MAX_FAILURES = 5
+MAX_ACCOUNT_FAILURES = 10
+MAX_ADDRESS_FAILURES = 30
 WINDOW_SECONDS = 300
 
 
-def _key(remote_addr: str, username: str) -> str:
-    raw = f"{remote_addr}|{username.strip().lower()}".encode()
-    return "login-fail:" + hashlib.sha256(raw).hexdigest()
+def _hash(kind: str, *parts: str) -> str:
+    return f"login-fail:{kind}:" + hashlib.sha256("|".join(parts).encode()).hexdigest()
+
+
+def _keys(remote_addr: str, username: str) -> list[tuple[str, int]]:
+    user = username.strip().lower()
+    return [
+        (_hash("pair", remote_addr, user), MAX_FAILURES),
+        (_hash("account", user), MAX_ACCOUNT_FAILURES),
+        (_hash("address", remote_addr), MAX_ADDRESS_FAILURES),
+    ]
 
 
 def is_locked(remote_addr: str, username: str) -> bool:
-    """True when this address has failed ``MAX_FAILURES`` times for ``username`` within the window."""
-    return cache.get(_key(remote_addr, username), 0) >= MAX_FAILURES
+    """True when the pair, the account or the address has reached its limit within the window."""
+    keys = _keys(remote_addr, username)
+    counts = cache.get_many([k for k, _ in keys])
+    return any(counts.get(k, 0) >= limit for k, limit in keys)
 
 
-def record_failure(remote_addr: str, username: str) -> int:
-    """Count one failure; returns the failures in the current window."""
-    key = _key(remote_addr, username)
+def _incr(key: str) -> int:
     cache.add(key, 0, WINDOW_SECONDS)
     try:
         return cache.incr(key)
@@ -31,6 +50,12 @@ def record_failure(remote_addr: str, username: str) -> int:
         return 1
 
 
+def record_failure(remote_addr: str, username: str) -> int:
+    """Count one failure on all three counters; returns the (address, username) failures in the window."""
+    counts = [_incr(key) for key, _ in _keys(remote_addr, username)]
+    return counts[0]
+
+
 def reset(remote_addr: str, username: str) -> None:
-    """Forget failures after a successful login."""
-    cache.delete(_key(remote_addr, username))
+    """Forget the pair's failures after a successful login (the account and address counters run out)."""
+    cache.delete(_keys(remote_addr, username)[0][0])

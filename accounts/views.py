@@ -8,6 +8,7 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 
 from accounts import audit, ratelimit
+from accounts.clientaddr import request_address
 from accounts.services import overview_context
 
 
@@ -19,7 +20,7 @@ class RateLimitedLoginView(auth_views.LoginView):
 
     def post(self, request, *args, **kwargs):  # noqa: D102
         username = request.POST.get("username", "")
-        addr = request.META.get("REMOTE_ADDR", "")
+        addr = request_address(request)
         if ratelimit.is_locked(addr, username):
             form = self.get_form()
             form.add_error(None, _("Too many failed logins. Try again in a few minutes."))
@@ -27,13 +28,13 @@ class RateLimitedLoginView(auth_views.LoginView):
         return super().post(request, *args, **kwargs)
 
     def form_valid(self, form):  # noqa: D102
-        ratelimit.reset(self.request.META.get("REMOTE_ADDR", ""), form.get_user().get_username())
+        ratelimit.reset(request_address(self.request), form.get_user().get_username())
         response = super().form_valid(form)
         audit.record(form.get_user(), "login", "user", form.get_user().pk, request=self.request)
         return response
 
     def form_invalid(self, form):  # noqa: D102
-        ratelimit.record_failure(self.request.META.get("REMOTE_ADDR", ""), self.request.POST.get("username", ""))
+        ratelimit.record_failure(request_address(self.request), self.request.POST.get("username", ""))
         return super().form_invalid(form)
 
 

@@ -8,7 +8,6 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
@@ -17,6 +16,7 @@ from clusters.runtime.base import RuntimeError_
 from clusters.services.nodes import cluster_summary, filter_nodes, match_nodes, node_summary
 from clusters.services.registration import set_cordon
 from jobs.spec.selectors import SelectorError
+from rlark_console.redirects import safe_next
 
 CATEGORIES = ("cloud", "edge", "robot", "unknown")
 
@@ -99,7 +99,4 @@ def node_cordon(request: HttpRequest, cluster: str, name: str, cordon: bool) -> 
             messages.success(request, _("Node “%(name)s” cordoned.") % {"name": name})
         else:
             messages.success(request, _("Node “%(name)s” uncordoned.") % {"name": name})
-    target = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
-        target = "clusters:index"
-    return redirect(target)
+    return redirect(safe_next(request, request.POST.get("next"), "clusters:index"))

@@ -37,6 +37,7 @@ from jobs.services.status import (
     status_sentence,
     worker_rows,
 )
+from rlark_console.redirects import safe_next
 
 PAGE_SIZES = (10, 20, 50)
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x01|\x02")
@@ -297,9 +298,7 @@ def job_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
     if not policy.can_change_job(request.user, job):
         raise PermissionDenied
     detail = reverse("jobs:detail", args=[job.name])
-    back = request.POST.get("next") or detail
-    if not back.startswith("/"):
-        back = detail
+    back = safe_next(request, request.POST.get("next"), detail)
     if action == "delete":
         try:
             controller.delete(job, actor=request.user, request=request)

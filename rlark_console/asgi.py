@@ -1,5 +1,5 @@
 """ASGI entry point: HTTP through Django, websockets through Channels with session auth
-and an Origin check against ALLOWED_HOSTS (``AllowedHostsOriginValidator``)."""
+and an Origin check of scheme, host and port (``rlark_console.origin.OriginValidator``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ django_asgi = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from rlark_console.origin import OriginValidator  # noqa: E402
 from rlark_console.routing import websocket_urlpatterns  # noqa: E402
 
 http_app = django_asgi
@@ -26,6 +26,6 @@ if settings.RLARK_SERVE_STATIC:
 application = ProtocolTypeRouter(
     {
         "http": http_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": OriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

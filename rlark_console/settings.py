@@ -53,6 +53,9 @@ SECRET_KEY = os.environ.get("RLARK_SECRET_KEY") or _dev_secret("secret.key")
 RLARK_ENCRYPTION_KEY = os.environ.get("RLARK_ENCRYPTION_KEY") or _dev_secret("encryption.key")
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+# Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (IPs or CIDRs, comma-separated; empty =
+# none, the peer address is the client). See accounts/clientaddr.py.
+RLARK_TRUSTED_PROXIES = [p.strip() for p in os.environ.get("RLARK_TRUSTED_PROXIES", "").split(",") if p.strip()]
 
 INSTALLED_APPS = [
     "daphne",
@@ -78,6 +81,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "rlark_console.nul.RejectNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -162,6 +166,11 @@ CELERY_TASK_ALWAYS_EAGER = _env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 RLARK_SYNC_INTERVAL = float(os.environ.get("RLARK_SYNC_INTERVAL", "10"))
 
 REST_FRAMEWORK = {
+    "DEFAULT_PARSER_CLASSES": [
+        "rlark_console.jsonbody.ObjectJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         "accounts.authentication.APITokenAuthentication",
@@ -220,6 +229,7 @@ RLARK_SERVE_STATIC = _env_bool("RLARK_SERVE_STATIC", True)
 
 # WebTerminal sessions close after this many idle seconds (keep-alive pings keep busy ones open).
 RLARK_TERMINAL_IDLE_TIMEOUT = float(os.environ.get("RLARK_TERMINAL_IDLE_TIMEOUT", "3600"))
+RLARK_TERMINAL_GRACE_PERIOD = float(os.environ.get("RLARK_TERMINAL_GRACE_PERIOD", "60"))
 # Kubernetes API calls: (connect, read) timeouts in seconds, per call.
 RLARK_K8S_CONNECT_TIMEOUT = float(os.environ.get("RLARK_K8S_CONNECT_TIMEOUT", "3"))
 RLARK_K8S_READ_TIMEOUT = float(os.environ.get("RLARK_K8S_READ_TIMEOUT", "15"))

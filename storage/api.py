@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from clusters.models import ImageRegistry
+from rlark_console.jsonbody import flat_fields
 from storage import services
 from storage.models import StorageClass
 
@@ -84,10 +85,8 @@ def _error(exc: services.StorageError) -> Response:
 
 
 def _plain(data) -> dict:
-    """Request data as a plain dict of single values."""
-    if hasattr(data, "dict"):
-        return data.dict()
-    return dict(data)
+    """Request data as a plain dict of single values (400 for a nested value, see ``flat_fields``)."""
+    return flat_fields(data)
 
 
 class StorageClassListView(APIView):

@@ -1,7 +1,7 @@
 """Websocket consumers: live job logs and the WebTerminal.
 
-Both authenticate the session (``AuthMiddlewareStack``; Origin is checked by
-``AllowedHostsOriginValidator`` in ``rlark_console.asgi``), authorise the job through
+Both authenticate the session (``AuthMiddlewareStack``; scheme, host and port of the Origin are checked by
+``rlark_console.origin.OriginValidator`` in ``rlark_console.asgi``), authorise the job through
 ``accounts.policy`` (via :mod:`terminal.services.access`) on connect, i.e. on every reconnect,
 and re-check periodically. Refusals are accepted-then-closed with an application close code
 and a human reason the page shows. Because daphne drops the close frame's reason text, every close
@@ -15,15 +15,18 @@ import asyncio
 import contextlib
 import json
 import logging
+import secrets
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
+from accounts.clientaddr import scope_address
 from clusters.runtime.base import PodNotFound, RuntimeError_
 from terminal.services import access, logs, sessions, transfer
 from terminal.services.runtimes import runtime_for
@@ -32,6 +35,9 @@ logger = logging.getLogger(__name__)
 
 MAX_TEXT_FRAME = 64 * 1024
 MAX_BINARY_FRAME = 1024 * 1024  # keystrokes/pastes and 32 KiB upload chunks fit easily
+PARK_BUFFER = 256 * 1024  # output kept for a reattaching browser (the most recent bytes)
+# Shells whose browser went away without saying goodbye, by resume token, for the grace period (this process).
+_parked: dict[str, TerminalConsumer] = {}
 
 
 def _reason(text: str) -> str:
@@ -277,6 +283,13 @@ class TerminalConsumer(_JobSocket):
     (output pauses while more than ``window`` bytes are unacknowledged). Unknown text frames are
     dropped.
 
+    Reconnect grace (issue 16): the first frame is ``{"type":"session","id":<token>,"resumed":bool}``. When the
+    socket drops without the page's ``{"type":"bye"}`` (a network blip), the shell is kept for
+    :attr:`grace_period` seconds (its output buffered, the last :data:`PARK_BUFFER` bytes) and a browser of
+    the same user that connects with ``?resume=<token>`` gets the same shell back (``resumed: true``, the
+    buffered output first). Otherwise (expired, another user, another web process) a new shell is started
+    and the frame says ``resumed: false, "previous": true`` so the page can say so plainly.
+
     Output path: a reader thread does the blocking ``ExecStream.read`` and puts chunks in a
     bounded queue (it blocks when the queue is full, so the process blocks on its PTY: back-
     pressure); a pump task coalesces chunks into frames of up to :attr:`max_frame` bytes, at most
@@ -291,6 +304,7 @@ class TerminalConsumer(_JobSocket):
     max_frame = 64 * 1024
     frame_interval = 1 / 60
     read_timeout = 0.2
+    grace_period = float(getattr(settings, "RLARK_TERMINAL_GRACE_PERIOD", 60))
 
     async def connect(self):
         self.stream = None
@@ -305,6 +319,9 @@ class TerminalConsumer(_JobSocket):
         self.acked = 0
         self.ack_event = asyncio.Event()
         self.send_lock = asyncio.Lock()
+        self.goodbye = False
+        self.parked_output = bytearray()
+        self.resume_token = ""
         self.pod_name = self.scope["url_route"]["kwargs"]["pod"]
         job = await self._authorize()
         if job is None:
@@ -319,6 +336,19 @@ class TerminalConsumer(_JobSocket):
         if target.phase != "Running":
             await self._finish(access.CLOSE_GONE, f"pod {self.pod_name} is {target.phase}; cannot open a terminal")
             return
+        wanted = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("resume", [""])[0]
+        old = _parked.get(wanted) if wanted else None
+        if (
+            old is not None
+            and old.user_id == self.user_id
+            and (old.job_name, old.pod_name)
+            == (
+                self.job_name,
+                self.pod_name,
+            )
+        ):
+            await self._adopt(wanted, old)
+            return
         self.target = target
         self.runtime = runtime_for(target.cluster)
         try:
@@ -329,17 +359,77 @@ class TerminalConsumer(_JobSocket):
         except RuntimeError_ as exc:
             await self._finish(access.CLOSE_ERROR, str(exc))
             return
-        client = self.scope.get("client") or ("", 0)
         self.session = await database_sync_to_async(sessions.open_session)(
-            self.scope["user"], self.job_name, target.pod, target.namespace, str(client[0] or "")
+            self.scope["user"], self.job_name, target.pod, target.namespace, scope_address(self.scope)
         )
         self.loop = asyncio.get_running_loop()
         self.out_q: asyncio.Queue = asyncio.Queue(maxsize=self.queue_size)
         self.io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="term-io")
         self.last_input = time.monotonic()
         self.reader = threading.Thread(target=self._read_loop, name=f"term-read-{target.pod}", daemon=True)
+        self.resume_token = secrets.token_urlsafe(18)
+        await self.send_json({"type": "session", "id": self.resume_token, "resumed": False, "previous": bool(wanted)})
         self.reader.start()
         self.tasks = [asyncio.create_task(self._pump()), asyncio.create_task(self._keepalive())]
+
+    # --- reconnect grace ----------------------------------------------------------------
+    async def _adopt(self, token: str, old: TerminalConsumer) -> None:
+        """Take over ``old``'s parked shell (same user, job and pod): buffered output first, then live."""
+        _parked.pop(token, None)
+        for task in old.tasks:
+            task.cancel()
+        for name in ("target", "runtime", "stream", "session", "loop", "out_q", "io", "reader", "stop"):
+            setattr(self, name, getattr(old, name))
+        buffered = bytes(old.parked_output)
+        old.stream = old.session = None  # nothing of the shell is the old consumer's to close any more
+        old.tasks = []
+        self.resume_token = token
+        self.last_input = time.monotonic()
+        await self.send_json({"type": "session", "id": token, "resumed": True, "previous": True})
+        for i in range(0, len(buffered), self.max_frame):
+            await self.send(bytes_data=buffered[i : i + self.max_frame])
+        self.tasks = [asyncio.create_task(self._pump()), asyncio.create_task(self._keepalive())]
+
+    def _park(self) -> bool:
+        """Keep the shell for ``grace_period`` s after the socket dropped; False when it cannot be kept."""
+        if self.grace_period <= 0 or self.goodbye or self.stream is not None and self.stream.exit_code is not None:
+            return False
+        if self.stream is None or self.session is None or self.upload is not None or not self.resume_token:
+            return False
+        current = asyncio.current_task()
+        for task in [*self.tasks, self.download_task]:
+            if task is not None and task is not current and not task.done():
+                task.cancel()
+        self.parked_output = bytearray()
+        _parked[self.resume_token] = self
+        self.tasks = [asyncio.create_task(self._drain()), asyncio.create_task(self._expire())]
+        return True
+
+    async def _drain(self) -> None:
+        """While parked: keep reading (the shell never blocks on a full PTY), keep the newest output."""
+        try:
+            while True:
+                kind, data = await self.out_q.get()
+                if kind == "data":
+                    self.parked_output += data
+                    if len(self.parked_output) > PARK_BUFFER:
+                        del self.parked_output[: len(self.parked_output) - PARK_BUFFER]
+                    continue
+                _parked.pop(self.resume_token, None)
+                code = await asyncio.to_thread(self._exit_code) if kind == "eof" else None
+                await self._cleanup("the shell ended while the browser was away", code)
+                return
+        except asyncio.CancelledError:
+            pass
+
+    async def _expire(self) -> None:
+        try:
+            await asyncio.sleep(self.grace_period)
+        except asyncio.CancelledError:
+            return
+        if _parked.get(self.resume_token) is self:
+            del _parked[self.resume_token]
+            await self._cleanup(f"browser did not reconnect within {self.grace_period:g} s", None)
 
     # --- output -------------------------------------------------------------------------
     def _read_loop(self) -> None:
@@ -356,9 +446,11 @@ class TerminalConsumer(_JobSocket):
                         continue
                     data = b""  # the shell exited; a background child may still hold the PTY open
                 item = ("eof", None) if data == b"" else ("data", data)
+            put = self.out_q.put(item)
             try:
-                fut = asyncio.run_coroutine_threadsafe(self.out_q.put(item), self.loop)
+                fut = asyncio.run_coroutine_threadsafe(put, self.loop)
             except RuntimeError:  # event loop closed: the consumer is gone
+                put.close()
                 return
             while True:
                 try:
@@ -488,6 +580,8 @@ class TerminalConsumer(_JobSocket):
             else:
                 self.last_input = time.monotonic()
                 self.download_task = asyncio.create_task(self._download(msg.get("path")))
+        elif kind == "bye":  # the page is going away on purpose: no grace period
+            self.goodbye = True
         elif kind == "flow":
             window = msg.get("window")
             self.window = window if isinstance(window, int) and window >= 64 * 1024 else None
@@ -647,6 +741,8 @@ class TerminalConsumer(_JobSocket):
     async def disconnect(self, code):
         if not getattr(self, "finished", True):
             self.finished = True
+            if self._park():
+                return
             await self._cleanup(f"browser closed the connection ({code})", None)
 
     async def _cleanup(self, reason: str, exit_code: int | None) -> None:

@@ -37,6 +37,13 @@ def job(runtime, alice):
     return seed_job(runtime, alice)
 
 
+@pytest.fixture(autouse=True)
+def _no_grace(monkeypatch):
+    """One connection per test here: a dropped socket ends the shell at once. The reconnect grace period has
+    its own tests (tests/test_terminal_hardening.py)."""
+    monkeypatch.setattr(TerminalConsumer, "grace_period", 0)
+
+
 async def eventually(predicate, timeout: float = 10.0) -> bool:
     """Poll ``predicate`` without blocking the event loop the consumer runs on."""
     deadline = time.monotonic() + timeout

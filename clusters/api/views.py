@@ -34,6 +34,7 @@ from clusters.services import node_sync
 from clusters.services.nodes import cluster_summary, filter_nodes, match_nodes, node_summary
 from clusters.services.registration import RegistrationError, register_cluster, set_cordon
 from jobs.spec.selectors import SelectorError
+from rlark_console.jsonbody import flat_fields
 
 
 class AdminForWrites(IsAuthenticated):
@@ -62,9 +63,7 @@ class ClusterListView(APIView):
         responses={201: ClusterSerializer, 400: ErrorSerializer},
     )
     def post(self, request):
-        data = request.data
-        if hasattr(data, "dict"):
-            data = data.dict()
+        data = flat_fields(request.data, keep=("nodes", "kubeconfig"))
         upload = request.FILES.get("kubeconfig") if hasattr(request, "FILES") else None
         if upload is not None:
             data = {**data, "kubeconfig": upload.read().decode("utf-8", "replace")}

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
+from rlark_console.jsonbody import read_bounded
+
 
 @dataclass
 class RawBody:
@@ -21,7 +23,7 @@ class RawBody:
 
 class _RawParser(BaseParser):
     def parse(self, stream, media_type=None, parser_context=None):  # noqa: D102
-        data = stream.read() if stream is not None else b""
+        data = read_bounded(stream)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:

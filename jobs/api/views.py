@@ -9,7 +9,6 @@ Messages follow the request language (``Accept-Language``; zh-hans by default).
 from __future__ import annotations
 
 import inspect
-import json
 from typing import Any
 
 from django.db.models import Q
@@ -30,6 +29,7 @@ from jobs.spec.document import normalize, render_yaml
 from jobs.spec.layout import task_layout
 from jobs.spec.messages import Problem
 from jobs.spec.rlinf import plan as rlinf_plan
+from rlark_console import jsontext
 
 PARSERS = [*RAW_PARSERS, MultiPartParser, FormParser]
 
@@ -176,7 +176,7 @@ def read_body(request) -> tuple[Any, str | None, str]:
         if not data.is_json:
             return data.text, "application/yaml", ""
         try:
-            obj = json.loads(data.text) if data.text.strip() else None
+            obj = jsontext.loads(data.text) if data.text.strip() else None
         except ValueError as exc:
             raise BodyError(Problem("", "document_invalid", {"detail": f"invalid JSON: {exc}"}))
         if isinstance(obj, dict) and ("document" in obj or "yaml" in obj) and "spec" not in obj:
@@ -426,7 +426,7 @@ class RLinfPlanView(APIView):
             config: Any = data.text
             if data.is_json:
                 try:
-                    obj = json.loads(data.text)
+                    obj = jsontext.loads(data.text)
                 except ValueError:
                     obj = None
                 config = obj.get("config", obj) if isinstance(obj, dict) else data.text

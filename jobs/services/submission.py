@@ -18,7 +18,15 @@ from django.db import IntegrityError, transaction
 
 from accounts.audit import record
 from jobs.models import Job
-from jobs.spec.document import DISPLAY_NAME, RESTARTED_AT, clean, display_name, normalize, parse_text
+from jobs.spec.document import (
+    DISPLAY_NAME,
+    RESTARTED_AT,
+    clean,
+    display_name,
+    normalize,
+    parse_text,
+    tree_problems,
+)
 from jobs.spec.inventory import Inventory
 from jobs.spec.messages import Problem
 from jobs.spec.validator import ValidationResult, validate
@@ -62,6 +70,8 @@ def check_document(
         document = document_or_text
     if not isinstance(document, dict):
         return None, ValidationResult([Problem("", "document_invalid", {"detail": "the top level must be a mapping"})])
+    if problems := tree_problems(document):
+        return None, ValidationResult(problems)
     document = normalize(document)
     inventory = Inventory.from_db(user, exclude_job=exclude_job, key_owners=key_owners)
     return document, validate(document, inventory, rlinf_config=rlinf_config or None)
@@ -158,6 +168,8 @@ def update_job(
             raise JobInvalid(ValidationResult(problems))
         document_or_text = parsed
     if isinstance(document_or_text, dict):
+        if problems := tree_problems(document_or_text):
+            raise JobInvalid(ValidationResult(problems))
         document_or_text = copy.deepcopy(document_or_text)
         meta = document_or_text.setdefault("metadata", {}) if isinstance(document_or_text, dict) else {}
         if isinstance(meta, dict) and not meta.get("name"):

@@ -586,6 +586,13 @@ def _int(value: Any, default: int = 0) -> int:
         return default
 
 
+def _count(data: Any, key: str) -> int:
+    """A ``*_count`` form field, clamped to ``[0, number of submitted fields]``: every counted item posts at
+    least one field, so a typed ``role_count=1000000000`` never loops (or allocates) beyond the request's own
+    size (issue 16)."""
+    return min(max(_int(data.get(key), 0), 0), len(data))
+
+
 def _json_dict(text: str) -> dict:
     if not text.strip():
         return {}
@@ -618,7 +625,7 @@ def from_post(data) -> WizardState:
             state.annotations[key[4:]] = _get(data, key)
         elif key.startswith("lbl:"):
             state.labels[key[4:]] = _get(data, key)
-    for i in range(_int(data.get("role_count"), 0)):
+    for i in range(_count(data, "role_count")):
         p = f"r{i}-"
         role = RoleState(
             name=_get(data, p + "name"),
@@ -634,11 +641,11 @@ def from_post(data) -> WizardState:
             prepare_script=_get(data, p + "prepare").replace("\r\n", "\n"),
             base=_json_dict(_get(data, p + "base")),
         )
-        for j in range(_int(data.get(p + "env_count"), 0)):
+        for j in range(_count(data, p + "env_count")):
             role.env.append(EnvVar(_get(data, f"{p}env{j}-name"), _get(data, f"{p}env{j}-value")))
-        for j in range(_int(data.get(p + "dev_count"), 0)):
+        for j in range(_count(data, p + "dev_count")):
             role.devices.append(Device(_get(data, f"{p}dev{j}-key"), _get(data, f"{p}dev{j}-qty")))
-        for j in range(_int(data.get(p + "mnt_count"), 0)):
+        for j in range(_count(data, p + "mnt_count")):
             role.mounts.append(
                 Mount(
                     _get(data, f"{p}mnt{j}-kind", "host"),

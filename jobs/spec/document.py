@@ -28,6 +28,7 @@ import yaml
 
 from jobs.spec.messages import Problem
 from jobs.spec.naming import pvc_name, to_resource_name
+from rlark_console.jsontext import loads as json_loads
 
 API_VERSION = "rlinf.io/v1alpha1"
 KIND = "Job"
@@ -38,6 +39,7 @@ SHM_PATH = "/dev/shm"
 GPU = "nvidia.com/gpu"
 MAX_TEXT = 1 << 20  # 1 MiB
 MAX_NODES = 200_000
+MAX_DEPTH = 100  # nesting levels of a document; Kubernetes objects need about 15
 
 try:  # LibYAML when present: ~10x faster dumping and loading.
     _BaseDumper = yaml.CSafeDumper
@@ -53,17 +55,44 @@ def is_extended(resource: str) -> bool:
 
 
 def _too_big(value: Any) -> bool:
-    count, stack = 0, [value]
+    """More than MAX_NODES elements (aliases counted each time) or nested deeper than MAX_DEPTH (the recursive
+    normalize/render steps would overflow the stack). Iterative, stops early."""
+    count, stack = 0, [(value, 0)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         count += 1
-        if count > MAX_NODES:
+        if count > MAX_NODES or depth > MAX_DEPTH:
             return True
         if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
+
+
+def _has_nul(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
     return False
+
+
+def tree_problems(data: Any) -> list[Problem]:
+    """Bounds every document obeys however it arrived (text or an already parsed mapping): at most MAX_NODES
+    elements, MAX_DEPTH levels, no NUL character (PostgreSQL cannot store U+0000 in text or jsonb)."""
+    if _too_big(data):
+        return [Problem("", "document_invalid", {"detail": "too many elements or nested too deeply"})]
+    if _has_nul(data):
+        return [Problem("", "document_invalid", {"detail": "text contains a NUL (U+0000) character"})]
+    return []
 
 
 def parse_text(text: str | bytes, content_type: str | None = None) -> tuple[dict | None, list[Problem]]:
@@ -80,7 +109,7 @@ def parse_text(text: str | bytes, content_type: str | None = None) -> tuple[dict
         return None, [Problem("", "document_invalid", {"detail": "empty document"})]
     if content_type and "json" in content_type.lower():
         try:
-            data = json.loads(text)
+            data = json_loads(text)
         except ValueError as exc:
             return None, [Problem("", "document_invalid", {"detail": f"invalid JSON: {exc}"})]
     else:
@@ -89,14 +118,15 @@ def parse_text(text: str | bytes, content_type: str | None = None) -> tuple[dict
         except yaml.YAMLError as exc:
             detail = " ".join(str(exc).split())
             return None, [Problem("", "yaml_invalid", {"detail": detail[:300]})]
+        except RecursionError:
+            return None, [Problem("", "document_invalid", {"detail": "nested too deeply"})]
         if len(docs) != 1:
             return None, [Problem("", "document_invalid", {"detail": f"expected one document, found {len(docs)}"})]
         data = docs[0]
     if not isinstance(data, dict):
         return None, [Problem("", "document_invalid", {"detail": "the top level must be a mapping"})]
-    if _too_big(data):
-        return None, [Problem("", "document_invalid", {"detail": "too many elements"})]
-    return data, []
+    problems = tree_problems(data)
+    return (None, problems) if problems else (data, [])
 
 
 def templates(document: dict) -> list:

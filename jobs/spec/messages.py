@@ -140,6 +140,20 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "{role} 当前没有匹配到可用节点，请调整集群或节点选择条件。",
         "{role} has no matched nodes. Adjust its cluster or node selector.",
     ),
+    "replicas_too_large": (
+        "{role} 的副本数不能超过 {limit}。",
+        "The replicas of {role} cannot be more than {limit}.",
+    ),
+    "value_too_long": ("{what} 过长：最多 {limit}，当前 {size}。", "{what} is too long: at most {limit}, got {size}."),
+    "value_too_long_bytes": (
+        "{what} 过长：最多 {limit} 字节（Linux 单个环境变量的上限），当前 {size} 字节。请把大段内容放进镜像或存储卷。",
+        "{what} is too long: at most {limit} bytes (the Linux limit of one environment variable), got {size} bytes. "
+        "Put large content into the image or a volume.",
+    ),
+    "value_too_long_chars": (
+        "{what} 过长：最多 {limit} 个字符，当前 {size} 个。",
+        "{what} is too long: at most {limit} characters, got {size}.",
+    ),
     "replicas_invalid": ("{role} 的副本数必须是非负整数。", "The replicas of {role} must be a non-negative integer."),
     "gpu_exceeds_node": (
         "{role} 每个 Worker 申请 {amount} 个资源，但没有单个节点能够满足。",
@@ -246,6 +260,14 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "rlinf_num_nodes_invalid": (
         "cluster.num_nodes 必须是大于 0 的整数。",
         "cluster.num_nodes must be an integer greater than 0.",
+    ),
+    "rlinf_num_nodes_too_large": (
+        "cluster.num_nodes 不能超过 {limit}，当前为 {value}。",
+        "cluster.num_nodes cannot be more than {limit}; got {value}.",
+    ),
+    "rlinf_config_too_large": (
+        "RLinf 配置过大：{detail}",
+        "The RLinf config is too large: {detail}",
     ),
     "rlinf_node_ranks_invalid": (
         "节点编号表达式 {value} 无效：{detail}",

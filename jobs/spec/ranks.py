@@ -16,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 RankErrors = (ValueError, AssertionError)
+# A range ``a-b`` is expanded into b-a+1 ints: refuse spans beyond this before allocating (issue 16). With
+# ``available`` given, the bound check (<= num_nodes <= 10,000) already comes first.
+MAX_RANK_SPAN = 1 << 20
 
 
 def parse_rank_config(value, available: Sequence[int] | Iterable[int] | None = None) -> list[int]:
@@ -53,8 +56,30 @@ def parse_rank_config(value, available: Sequence[int] | Iterable[int] | None = N
             assert lo <= start <= hi and lo <= end <= hi, (
                 f"Rank range {piece!r} is out of the available range [{lo}, {hi}]"
             )
+        if end - start >= MAX_RANK_SPAN or len(ranks) + (end - start) >= MAX_RANK_SPAN:
+            raise ValueError(f"Rank range {piece!r} spans more than {MAX_RANK_SPAN} ranks")
         ranks.update(range(start, end + 1))
     return sorted(ranks)
+
+
+def max_rank(value) -> int | None:
+    """Highest rank of an expression without expanding it (``"0-3,7"`` -> 7, ``""`` -> None).
+
+    Raises ``ValueError``/``AssertionError`` like :func:`parse_rank_config` for bad pieces; ``all`` -> ValueError."""
+    if isinstance(value, list | tuple | set | dict):
+        raise ValueError(f"Invalid rank format {value!r}")
+    best: int | None = None
+    for piece in str(value).split(","):
+        piece = piece.strip()
+        if not piece:
+            continue
+        parts = piece.split("-")
+        if len(parts) > 2:
+            raise ValueError(f'Invalid rank format {piece!r}: expected format: "a,b,c-d" or "all"')
+        start, end = int(parts[0]), int(parts[-1])
+        assert start <= end, f"Invalid rank range {piece!r}: start {start} > end {end}"
+        best = end if best is None else max(best, end)
+    return best
 
 
 def format_ranks(ranks: Iterable[int]) -> str:

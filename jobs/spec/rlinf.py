@@ -21,9 +21,16 @@ from typing import Any
 import yaml
 
 from jobs.spec.messages import WARNING, Problem
-from jobs.spec.ranks import RankErrors, format_ranks, parse_rank_config
+from jobs.spec.ranks import RankErrors, format_ranks, max_rank, parse_rank_config
 
 RESERVED_LABELS = ("cluster", "node")
+# Documented limits (issue 16, README "Limits"): nothing below allocates in proportion to a number the user
+# typed beyond these. MAX_NUM_NODES bounds ``cluster.num_nodes`` (and so every node rank); RANK_BUDGET bounds
+# the ranks all node groups and env configs expand to together (16 full covers of the largest cluster);
+# MAX_CONFIG_CHARS the config text.
+MAX_NUM_NODES = 10_000
+RANK_BUDGET = 16 * MAX_NUM_NODES
+MAX_CONFIG_CHARS = 1 << 20
 
 
 @dataclass
@@ -62,14 +69,23 @@ def _err(detail: Exception | str) -> str:
 
 def load_config(config: dict | str) -> tuple[dict | None, list[Problem]]:
     """YAML text or a mapping -> (mapping, problems)."""
+    from jobs.spec.document import _Loader, _too_big
+
     if isinstance(config, dict):
-        return config, []
-    try:
-        data = yaml.safe_load(config or "")
-    except yaml.YAMLError as exc:
-        return None, [Problem("rlinf", "yaml_invalid", {"detail": _err(exc).splitlines()[0]})]
+        data: Any = config
+    else:
+        if len(config or "") > MAX_CONFIG_CHARS:
+            return None, [Problem("rlinf", "rlinf_config_too_large", {"detail": "larger than 1 MiB"})]
+        try:
+            data = yaml.load(config or "", Loader=_Loader)  # LibYAML (when present) caps the nesting depth
+        except yaml.YAMLError as exc:
+            return None, [Problem("rlinf", "yaml_invalid", {"detail": _err(exc).splitlines()[0]})]
+        except RecursionError:
+            return None, [Problem("rlinf", "rlinf_config_too_large", {"detail": "nested too deeply"})]
     if not isinstance(data, dict):
         return None, [Problem("rlinf", "rlinf_config_invalid", {"detail": "not a mapping"})]
+    if _too_big(data):  # YAML aliases can make a small text a huge tree
+        return None, [Problem("rlinf", "rlinf_config_too_large", {"detail": "too many elements"})]
     return data, []
 
 
@@ -102,11 +118,11 @@ def _placement_max_rank(value: Any) -> int | None:
         if res.lower() == "all":
             return None
         try:
-            ranks = parse_rank_config(res)
+            top = max_rank(res)  # never expands "0-1000000000"
         except RankErrors:
             return None
-        if ranks:
-            best = max(best or 0, ranks[-1])
+        if top is not None:
+            best = max(best or 0, top)
     return best
 
 
@@ -125,6 +141,11 @@ def plan(config: dict | str) -> RLinfPlan:
     if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes <= 0:
         problems.append(Problem("cluster.num_nodes", "rlinf_num_nodes_invalid"))
         return result
+    if num_nodes > MAX_NUM_NODES:
+        problems.append(
+            Problem("cluster.num_nodes", "rlinf_num_nodes_too_large", {"limit": MAX_NUM_NODES, "value": num_nodes})
+        )
+        return result
     result.num_nodes = num_nodes
     all_ranks = range(num_nodes)
 
@@ -132,6 +153,23 @@ def plan(config: dict | str) -> RLinfPlan:
     if not isinstance(groups_raw, list):
         problems.append(Problem("cluster.node_groups", "rlinf_group_invalid", {"detail": "node_groups must be a list"}))
         groups_raw = []
+
+    budget = [RANK_BUDGET]
+
+    def spend(ranks: Any, path: str) -> bool:
+        """Charge expanded ranks to the budget; False (and a problem, once) when it is used up."""
+        budget[0] -= len(ranks)
+        if budget[0] < 0:
+            if budget[0] + len(ranks) >= 0:
+                problems.append(
+                    Problem(
+                        path,
+                        "rlinf_config_too_large",
+                        {"detail": f"node_groups and env_configs expand to more than {RANK_BUDGET} ranks"},
+                    )
+                )
+            return False
+        return True
 
     groups: list[dict[str, Any]] = []
     seen_labels: set[str] = set()
@@ -163,7 +201,16 @@ def plan(config: dict | str) -> RLinfPlan:
                 )
             )
             continue
-        group = {"label": label, "ranks": set(ranks), "env_items": [], "hardware": {}, "hw_type": ""}
+        if not spend(ranks, f"{gpath}.node_ranks"):
+            break
+        group = {
+            "label": label,
+            "ranks": set(ranks),
+            "env_items": [],
+            "hardware": {},
+            "hw_type": "",
+            "order": len(groups),
+        }
         # env_configs: a list; ranks a subset of the group's, no overlap between items.
         env_configs = g.get("env_configs")
         if env_configs is not None and not isinstance(env_configs, list):
@@ -188,6 +235,8 @@ def plan(config: dict | str) -> RLinfPlan:
                     )
                 )
                 continue
+            if not spend(eranks, f"{epath}.node_ranks"):
+                break
             if not eranks <= group["ranks"]:
                 problems.append(
                     Problem(
@@ -299,50 +348,69 @@ def plan(config: dict | str) -> RLinfPlan:
                     global_need = max(global_need or 0, top + 1)
     global_gpus = None if global_unknown or global_need is None else math.ceil(global_need / num_nodes)
 
+    # Per-rank signature parts, built from the groups' (budgeted) ranks: O(num_nodes + budget), never
+    # O(num_nodes x groups).
+    rank_labels: list[list[str]] = [[] for _ in range(num_nodes)]
+    rank_hw: list[list[tuple[str, str]]] = [[] for _ in range(num_nodes)]
+    rank_env: list[list[dict[str, Any]]] = [[] for _ in range(num_nodes)]
+    for g in groups:
+        for r in sorted(g["ranks"]):
+            rank_labels[r].append(g["label"])
+        for r in sorted(g["hardware"]):
+            rank_hw[r].append((g["label"], g["hw_type"]))
+        for e in g["env_items"]:
+            e["label"] = g["label"]
+            for r in sorted(e["ranks"]):
+                rank_env[r].append(e)
+    by_label: dict[str, list[dict[str, Any]]] = {}
+    for g in groups:
+        by_label.setdefault(g["label"], []).append(g)
+
     def signature(r: int) -> tuple:
-        return (
-            tuple(g["label"] for g in groups if r in g["ranks"]),
-            tuple((g["label"], g["hw_type"]) for g in groups if r in g["hardware"]),
-            tuple((g["label"], e["index"]) for g in groups for e in g["env_items"] if r in e["ranks"]),
-        )
+        return (tuple(rank_labels[r]), tuple(rank_hw[r]), tuple((e["label"], e["index"]) for e in rank_env[r]))
 
     runs: list[list[int]] = [[0]]
+    last = signature(0)
     for r in range(1, num_nodes):
-        if len(runs) > 1 and signature(r) == signature(runs[-1][-1]):
+        sig = signature(r)
+        if len(runs) > 1 and sig == last:
             runs[-1].append(r)
         else:
             runs.append([r])
+        last = sig
 
     used_names: set[str] = set()
+    next_suffix: dict[str, int] = {}  # the smallest free suffix only grows: no O(roles^2) name search
     for i, ranks in enumerate(runs):
         sig_labels, sig_hw, _ = signature(ranks[0])
         head = i == 0
         base = "-".join(sig_labels) or ("header" if head else "worker")
-        name, n = base, 2
+        name, n = base, next_suffix.get(base, 2)
+        if name.lower() in used_names:
+            name = f"{base}-{n}"
         while name.lower() in used_names:
-            name, n = f"{base}-{n}", n + 1
+            name, n = f"{base}-{n + 1}", n + 1
+        next_suffix[base] = n
         used_names.add(name.lower())
         env: dict[str, str] = {}
         interpreter = ""
-        for g in groups:
-            for e in g["env_items"]:
-                if ranks[0] in e["ranks"]:
-                    env.update(e["env"])
-                    interpreter = interpreter or e["python_interpreter_path"]
+        for e in rank_env[ranks[0]]:
+            env.update(e["env"])
+            interpreter = interpreter or e["python_interpreter_path"]
         hardware = None
-        for g in groups:
+        for g in groups_with_hw(sig_hw, by_label):
             cfgs = [c for r in ranks for c in g["hardware"].get(r, [])]
             if cfgs:
                 hardware = {"type": g["hw_type"], "configs": cfgs}
                 break
+        sig_groups = [g for lbl in dict.fromkeys(sig_labels) for g in by_label.get(lbl, [])]
         if sig_labels:
             needs = [
-                math.ceil(group_need[lbl] / max(len(g["ranks"]), 1))
-                for g in groups
-                for lbl in [g["label"]]
-                if lbl in sig_labels and lbl in group_need and not g["hw_type"]
+                math.ceil(group_need[g["label"]] / max(len(g["ranks"]), 1))
+                for g in sig_groups
+                if g["label"] in group_need and not g["hw_type"]
             ]
-            robot = any(g["hw_type"] for g in groups if g["label"] in sig_labels)
+            robot = any(g["hw_type"] for g in sig_groups)
             gpus = max(needs) if needs else (0 if robot else None)
         else:
             robot = False
@@ -364,6 +432,13 @@ def plan(config: dict | str) -> RLinfPlan:
             }
         )
     return result
+
+
+def groups_with_hw(sig_hw: tuple, by_label: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The groups (in config order) named in a signature's hardware part."""
+    seen = dict.fromkeys(label for label, _ in sig_hw)
+    found = [g for label in seen for g in by_label.get(label, []) if g["hardware"]]
+    return sorted(found, key=lambda g: g["order"])
 
 
 def num_nodes_of(config: dict | str) -> int | None:

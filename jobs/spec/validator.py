@@ -27,6 +27,15 @@ from jobs.spec.selectors import SelectorError, matcher, parse_selector
 JOB_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 TEMPLATE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Size bounds, checked BEFORE any regex sees the text (issue 16). Scripts and env values end up as one
+# ``NAME=value`` environment string of a Worker, which Linux caps at MAX_ARG_STRLEN = 128 KiB; 120 KiB leaves
+# room for the name. Names: a DNS subdomain is at most 253 characters. Images: references longer than 1 KiB
+# exist nowhere. Replicas: the documented cap of Workers per template and per RLinf config (rlinf.MAX_NUM_NODES).
+MAX_VALUE_BYTES = 120 * 1024
+MAX_NAME_CHARS = 253
+MAX_IMAGE_CHARS = 1024
+MAX_SSH_KEY_CHARS = 16 * 1024
+MAX_REPLICAS = 10_000
 ROLES = ("Actor", "Rollout", "Env")
 ACCESS_MODES = ("ReadWriteOnce", "ReadWriteOncePod", "ReadWriteMany", "ReadOnlyMany")
 RESERVED_ENV = ("RLINF_NODE_RANK", "POD_NAME")
@@ -58,12 +67,19 @@ SECRET_NAME = re.compile(
     r"(^|_)(PASSWORD|PASSWD|PWD|TOKEN|SECRET|SECRET_KEY|API_KEY|APIKEY|PRIVATE_KEY|CREDENTIALS?)$|ACCESS_KEY",
     re.IGNORECASE,
 )
+# Token shapes. Every repetition is bounded ({N}, not {N,}): a search needs only the minimum length to decide,
+# so each start position costs O(1) and a search is linear in the text (no ReDoS, issue 16).
 SECRET_VALUE = re.compile(
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}"
-    r"|\bgithub_pat_[A-Za-z0-9_]{20,}"
-    r"|\bxox[abposr]-[A-Za-z0-9-]{10,}|\bsk-[A-Za-z0-9_-]{20,}|\bhf_[A-Za-z0-9]{30,}|\bglpat-[A-Za-z0-9_-]{20,}"
-    r"|[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"
+    r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30}"
+    r"|\bgithub_pat_[A-Za-z0-9_]{20}"
+    r"|\bxox[abposr]-[A-Za-z0-9-]{10}|\bsk-[A-Za-z0-9_-]{20}|\bhf_[A-Za-z0-9]{30}|\bglpat-[A-Za-z0-9_-]{20}"
 )
+# ``scheme://user:password@``: the pattern starts at the literal ``://`` (so no start position rescans a long
+# run of scheme-like characters, which made the old ``[a-z][a-z0-9+.-]*://`` pattern quadratic) and its parts
+# are bounded; the scheme before it is then checked in a 32-character window. RFC 3986 userinfo has no ``/``,
+# ``@`` or whitespace. Linear in the text.
+_URL_SCHEME_END = re.compile(r"[a-z][a-z0-9+.-]{0,31}$", re.IGNORECASE)
+_URL_USERINFO = re.compile(r"://[^/\s:@]{1,256}:[^/\s@]{1,256}@")
 SCRIPT_ASSIGNMENT = re.compile(r"(?:^|[\s;&|])(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(\"[^\"]*\"|'[^']*'|[^\s;&|]+)")
 SCRIPT_FLAG = re.compile(r"--(?:password|passwd|token|api-key|secret)[= ]+(\"[^\"]*\"|'[^']*'|[^\s;&|]+)", re.I)
 
@@ -107,8 +123,18 @@ def normalize_ssh_key(key: str) -> str:
     return " ".join(parts[:2]) if len(parts) >= 2 else str(key).strip()
 
 
+def _url_with_password(value: str) -> bool:
+    """True when ``value`` contains ``scheme://user:password@`` (e.g. ``postgres://u:p@db``). Linear time."""
+    for match in _URL_USERINFO.finditer(value):
+        at = match.start()
+        if at and _URL_SCHEME_END.search(value, max(0, at - 32), at):
+            return True
+    return False
+
+
 def _looks_secret_value(value: str) -> bool:
-    return bool(SECRET_VALUE.search(value))
+    """Token shapes or a URL with a password. Linear in ``len(value)``; callers bound the size first."""
+    return bool(SECRET_VALUE.search(value)) or _url_with_password(value)
 
 
 def _script_has_secret(script: str) -> bool:
@@ -250,7 +276,7 @@ class _Validator:
                 self.add(f"{path}.name", "role_name_duplicate", name=tname)
             else:
                 seen_names[folded] = i
-                if not TEMPLATE_NAME.match(tname) or len(tname) > 63:
+                if len(tname) > 63 or not TEMPLATE_NAME.match(tname):
                     self.add(f"{path}.name", "role_name_invalid", name=tname)
                 elif job:
                     service = head_service_name(task_name(job, tname))
@@ -287,6 +313,9 @@ class _Validator:
         elif isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
             self.add(f"{path}.kubernetes.workload.replicas", "replicas_invalid", role=role)
             replicas = None
+        elif raw > MAX_REPLICAS:
+            self.add(f"{path}.kubernetes.workload.replicas", "replicas_too_large", role=role, limit=MAX_REPLICAS)
+            replicas = None
         else:
             replicas = raw
             if raw == 0:
@@ -310,6 +339,8 @@ class _Validator:
         image = image if isinstance(image, str) else ("" if image is None else str(image))
         if not image.strip():
             self.add(f"{cpath}.image", "image_missing", role=role)
+        elif len(image) > MAX_IMAGE_CHARS:
+            self._too_long(f"{cpath}.image", f"{role}: image", len(image), MAX_IMAGE_CHARS, "chars")
         elif re.search(r"\s", image):
             self.add(f"{cpath}.image", "image_whitespace", role=role)
         else:
@@ -325,9 +356,17 @@ class _Validator:
         self.env(cpath, role, container)
         for field_name in ("prepareScript", "runScript"):
             script = t.get(field_name)
-            if isinstance(script, str) and _script_has_secret(script):
+            if not isinstance(script, str):
+                continue
+            size = len(script.encode("utf-8", "surrogatepass"))
+            if size > MAX_VALUE_BYTES:
+                self._too_long(f"{path}.{field_name}", f"{role}: {field_name}", size, MAX_VALUE_BYTES, "bytes")
+            elif _script_has_secret(script):
                 self.add(f"{path}.{field_name}", "secret_in_spec", where=f"{role}: {field_name}")
         return replicas
+
+    def _too_long(self, path: str, what: str, size: int, limit: int, unit: str) -> None:
+        self.add(path, "value_too_long", what=what, size=size, limit=limit, key=f"value_too_long_{unit}")
 
     def registry(self, cpath: str, role: str, image: str) -> None:
         """Warn when the image's registry has no stored credentials and is not marked public (issue 8)."""
@@ -623,6 +662,9 @@ class _Validator:
                 self.add(epath, "document_invalid", detail="an env entry must be a mapping")
                 continue
             name = str(item.get("name") or "")
+            if len(name) > MAX_NAME_CHARS:
+                self._too_long(f"{epath}.name", f"{role}: env", len(name), MAX_NAME_CHARS, "chars")
+                continue
             if not ENV_NAME.match(name):
                 self.add(f"{epath}.name", "env_name_invalid", role=role, name=name)
             elif name in seen:
@@ -632,7 +674,10 @@ class _Validator:
                 self.add(f"{epath}.name", "env_reserved", role=role, name=name)
             value = item.get("value")
             value = "" if value is None else str(value)
-            if value and (SECRET_NAME.search(name) or _looks_secret_value(value)):
+            size = len(value.encode("utf-8", "surrogatepass"))
+            if size > MAX_VALUE_BYTES:
+                self._too_long(f"{epath}.value", f"{role}: env {name}", size, MAX_VALUE_BYTES, "bytes")
+            elif value and (SECRET_NAME.search(name) or _looks_secret_value(value)):
                 self.add(f"{epath}.value", "secret_in_spec", where=f"{role}: env {name}")
 
     # --- job-wide -----------------------------------------------------------------------------------------------------
@@ -651,7 +696,9 @@ class _Validator:
         known = {normalize_ssh_key(k.key) for k in self.inv.ssh_keys}
         for j, key in enumerate(keys or []):
             kpath = f"spec.sshPublicKeys[{j}]"
-            if isinstance(key, str) and _looks_secret_value(key):
+            if len(str(key)) > MAX_SSH_KEY_CHARS:
+                self._too_long(kpath, "spec.sshPublicKeys", len(str(key)), MAX_SSH_KEY_CHARS, "chars")
+            elif isinstance(key, str) and _looks_secret_value(key):
                 self.add(kpath, "secret_in_spec", where="spec.sshPublicKeys")
             elif normalize_ssh_key(str(key)) not in known:
                 self.add(kpath, "ssh_key_unknown")
@@ -676,7 +723,8 @@ class _Validator:
         start = 0
         for i, t in enumerate(tasks):
             n = replicas_by_index.get(i) or 0
-            ranks = range(start, start + n)
+            # only ranks the plan knows (< num_nodes <= MAX_NUM_NODES): never loop over a typed replica count
+            ranks = range(min(start, result.num_nodes), min(start + n, result.num_nodes))
             sigs = {signature[r] for r in ranks if r in signature}
             if len(sigs) > 1:
                 groups = sorted({"+".join(s[0]) or "-" for s in sigs})

@@ -5,7 +5,10 @@
  * `file-download-start` / chunks / `file-download-end`, `file-transfer-done`, `error`.
  * Additions: `flow`/`ack` credit so a flood (`yes`) never outruns xterm.js (the server stops
  * reading the PTY when 1 MiB is unacknowledged), server `ping` frames (ignored), and every
- * close shows its reason.
+ * close shows its reason. Reconnect grace: the server's first frame `session` {id, resumed, previous}
+ * names the shell; after a dropped connection the page reconnects with `?resume=<id>` and gets the same
+ * shell back within the server's grace period, or is told plainly that a new shell was started. Leaving
+ * the page sends `bye`, which ends the shell at once.
  */
 (function () {
   "use strict";
@@ -37,6 +40,7 @@
   fit.fit();
   term.focus();
   window.rlarkTerminal = term; // for tests and debugging
+  window.rlarkTerminalSocket = () => ws; // tests drop it to play a network blip
 
   const enc = new TextEncoder();
   let ws = null;
@@ -46,6 +50,10 @@
   let closing = null;
   let pendingAck = 0;
   let ackTimer = null;
+  let sessionId = null;
+  let retries = 0;
+  let retryTimer = null;
+  let dropped = false;
 
   function status(text, cls) {
     statusEl.textContent = text;
@@ -59,14 +67,16 @@
     uploadInput.disabled = on;
   }
 
-  function connect() {
+  function connect(resume) {
     exitCode = null;
     closing = null;
     download = null;
+    clearTimeout(retryTimer);
     setBusy(false);
     term.writeln(fmt(s.connecting, { worker: cfg.worker }));
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    ws = new WebSocket(proto + "//" + location.host + cfg.ws);
+    const query = resume && sessionId ? "?resume=" + encodeURIComponent(sessionId) : "";
+    ws = new WebSocket(proto + "//" + location.host + cfg.ws + query);
     ws.binaryType = "arraybuffer";
     ws.onopen = () => {
       term.writeln(s.connected);
@@ -145,6 +155,15 @@
         else term.writeln("\r\n" + clean(msg.message || ""));
         return;
       }
+      case "session":
+        if (msg.resumed) term.writeln("\x1b[32m" + s.resumed + "\x1b[0m");
+        else if (msg.previous) {
+          term.writeln("\r\n\x1b[33m" + s.newShell + "\x1b[0m");
+          status(s.newShell, "warn");
+        }
+        sessionId = msg.id || null;
+        retries = 0;
+        return;
       case "closing": // daphne drops close-frame reasons; the server repeats it here first
         closing = { code: msg.code, reason: String(msg.reason || "") };
         return;
@@ -154,6 +173,14 @@
   }
 
   function onClose(ev) {
+    // A dropped connection (no closing frame from the server): reattach to the same shell a few times.
+    dropped = !closing && exitCode === null && sessionId !== null;
+    if (dropped && retries < 5) {
+      retries += 1;
+      status(s.reconnecting, "warn");
+      retryTimer = setTimeout(() => connect(true), 1000 * retries);
+      return;
+    }
     const reason = clean(ev.reason || (closing && closing.reason) || "");
     const code = closing && (ev.code === 1005 || ev.code === 1006 || !ev.code) ? closing.code : ev.code;
     closing = null;
@@ -214,7 +241,12 @@
   }
   downloadBtn.addEventListener("click", requestDownload);
   downloadPath.addEventListener("keydown", (e) => { if (e.key === "Enter") requestDownload(); });
-  reconnectBtn.addEventListener("click", () => { term.reset(); connect(); term.focus(); });
+  reconnectBtn.addEventListener("click", () => {
+    if (dropped) connect(true); // the shell may still be waiting for us
+    else { term.reset(); connect(false); }
+    term.focus();
+  });
+  window.addEventListener("pagehide", () => sendJSON({ type: "bye" }));
 
-  connect();
+  connect(false);
 })();

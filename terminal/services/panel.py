@@ -86,6 +86,9 @@ def terminal_strings() -> dict[str, str]:
         "tooLarge": _("The file is larger than the %(mib)s MiB limit."),
         "busy": _("Wait for the current file transfer to finish."),
         "live": _("Connected"),
+        "resumed": _("Reconnected to the same shell; output from while you were away follows."),
+        "newShell": _("The previous shell could not be kept (it ended or was away too long): this is a new shell."),
+        "reconnecting": _("Connection lost; reconnecting to the same shell ..."),
     }
 
 

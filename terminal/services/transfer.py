@@ -9,7 +9,8 @@ Security (peers 3.2 T10, 5.2 "File transfer"; upstream 9 "goes further"):
 - upload names must match ``[A-Za-z0-9._-]+`` (not ``.``/``..``); the target is the shell's
   working directory (``./name``) or ``/tmp/name``; download paths are relative paths (or under
   ``/tmp/``) whose every component matches the same pattern, so ``..`` and absolute escapes are
-  rejected; symbolic links and directories are refused inside the container;
+  rejected; inside the container no component of the path may be a symbolic link and the file's
+  physical directory must lie under its root (working directory or ``/tmp``); directories are refused;
 - paths and sizes are passed as **argv** to a fixed script, never interpolated into shell text;
 - size cap :data:`MAX_TRANSFER_BYTES` (64 MiB) both ways.
 
@@ -111,10 +112,21 @@ UPLOAD_SCRIPT = (
     'if head -c "$n" | base64 -d > "$f" && chmod "$m" "$f"; then echo "RLARK-OK"; '
     'else echo "RLARK-ERR could not write the file"; exit 4; fi'
 )
+# The whole path is resolved inside its root (the shell's working directory for ``./...``, ``/tmp`` for
+# ``/tmp/...``): no component may be a symbolic link (``ln -s /etc x`` then ``x/hostname`` is refused), and
+# the file's physical directory (``cd -P`` + ``pwd -P``) must lie under the root's physical path. Components
+# are ``[A-Za-z0-9._-]+`` (checked before), so splitting on ``/`` is safe and nothing globs.
 DOWNLOAD_SCRIPT = (
     'f="$1"; cap="$2"; stty raw -echo 2>/dev/null; '
-    'if [ -L "$f" ]; then echo "RLARK-ERR symbolic links are not transferred"; exit 3; fi; '
+    'case "$f" in /tmp/*) base=/tmp; rel="${f#/tmp/}";; *) base=.; rel="${f#./}";; esac; '
+    'root=$(cd -P "$base" 2>/dev/null && pwd -P) || { echo "RLARK-ERR no such file"; exit 2; }; '
+    'p="$base"; oldifs="$IFS"; IFS=/; set -f; '
+    'for c in $rel; do p="$p/$c"; '
+    'if [ -L "$p" ]; then echo "RLARK-ERR symbolic links are not transferred"; exit 3; fi; done; '
+    'IFS="$oldifs"; '
     'if [ ! -f "$f" ]; then echo "RLARK-ERR no such file"; exit 2; fi; '
+    'dir=$(cd -P "${f%/*}" 2>/dev/null && pwd -P) || { echo "RLARK-ERR no such file"; exit 2; }; '
+    'case "$dir/" in "$root"/*) ;; *) echo "RLARK-ERR the path leaves the working directory"; exit 3;; esac; '
     's=$(wc -c < "$f"); s=$((s + 0)); '
     'if [ "$s" -gt "$cap" ]; then echo "RLARK-ERR file is larger than the limit"; exit 4; fi; '
     'echo "RLARK-SIZE $s"; base64 "$f"; echo "RLARK-END"'

@@ -41,7 +41,8 @@ class Command(BaseCommand):
                 host,
                 "-p",
                 str(port),
-                "--proxy-headers",
+                # no --proxy-headers: forwarded headers are believed only from RLARK_TRUSTED_PROXIES
+                # (accounts/clientaddr.py), never rewritten into the peer address by daphne
                 "rlark_console.asgi:application",
             ],
             "worker": [

@@ -42,6 +42,15 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 MAIN = "main"
 SHELLS = ("bash", "sh")
 NO_SHELL = "no shell found (tried bash, sh)"
+# Exec sessions get a UTF-8 locale when the container sets none, so CJK file names and input work as on the
+# local runtime (issue 16). A missing shell still fails as "executable file not found" (the fallback below).
+UTF8_LOCALE = 'export LANG="${LANG:-C.UTF-8}" LC_CTYPE="${LC_CTYPE:-C.UTF-8}"; exec '
+
+
+def shell_argv(shell: str) -> list[str]:
+    """``bash`` -> ``["bash", "-c", 'export LANG="${LANG:-C.UTF-8}" ...; exec bash']``."""
+    return [shell, "-c", UTF8_LOCALE + shell]
+
 
 # (verb, group, resource, subresource) the console needs in the cluster's namespace (see deploy/rbac.yaml).
 NAMESPACED_VERBS: tuple[tuple[str, str, str, str], ...] = (
@@ -654,7 +663,7 @@ class KubernetesRuntime(Runtime):
         if command:
             return KubeExecStream(self._open(namespace, pod, list(command)), list(command))
         for shell in SHELLS:
-            ws = self._open(namespace, pod, [shell])
+            ws = self._open(namespace, pod, shell_argv(shell))
             deadline = time.monotonic() + 1.5
             failed = False
             while time.monotonic() < deadline:
