@@ -91,7 +91,7 @@ async def test_web_terminal_through_pods_exec(running_job, alice, tmp_path):
     assert connected
     out = b""
 
-    async def until(needle: bytes, timeout: float = 20) -> None:
+    async def until(needle: bytes, timeout: float = 40) -> None:
         nonlocal out
         deadline = time.monotonic() + timeout
         while needle not in out:
