@@ -490,8 +490,7 @@ def observe_jobs(
         return 0
     terminal: list[Job] = []
     written = 0
-    with transaction.atomic():
-        locked = list(Job.objects.select_for_update(skip_locked=True).filter(pk__in=dirty).order_by("pk"))
+    with transaction.atomic(), controller.try_lock_jobs(dirty) as locked:
         if not locked:
             return 0
         ids = [j.pk for j in locked]
