@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from clusters.runtime.base import PodInfo, Runtime, RuntimeError_
 
@@ -100,7 +101,7 @@ class ClusterResult:
 
 _executor: ThreadPoolExecutor | None = None
 _executor_lock = threading.Lock()
-_inflight: dict[int, tuple[Future, float]] = {}  # cluster id -> (fetch still running, monotonic start)
+_inflight: dict[tuple[int, str], tuple[Future, float]] = {}  # (cluster id, name) -> (running fetch, its start)
 _probed: dict[int, dict[str, float]] = {}  # cluster id -> {container key: monotonic time of the last probe}
 
 
@@ -123,23 +124,24 @@ def fetch_all(plans: list[ClusterPlan]) -> dict[int, ClusterResult]:
     futures: dict[int, Future] = {}
     out: dict[int, ClusterResult] = {}
     for plan in plans:
-        busy = _inflight.get(plan.cluster_id)
+        busy = _inflight.get((plan.cluster_id, plan.name))
         if busy is not None and not busy[0].done():
             out[plan.cluster_id] = ClusterResult(
                 plan.cluster_id,
                 ok=False,
                 reason="timeout",
-                error=f"the cluster has not answered for {time.monotonic() - busy[1]:.0f} s "
-                f"(sync deadline {limit:g} s)",
+                error=_("the cluster has not answered for %(seconds)s s (sync deadline %(deadline)s s)")
+                % {"seconds": f"{time.monotonic() - busy[1]:.0f}", "deadline": f"{limit:g}"},
             )
             continue
         future = _pool().submit(_fetch, plan)
-        _inflight[plan.cluster_id] = (future, started)
+        _inflight[(plan.cluster_id, plan.name)] = (future, started)
         futures[plan.cluster_id] = future
     wait(list(futures.values()), timeout=limit)
+    names = {p.cluster_id: p.name for p in plans}
     for cluster_id, future in futures.items():
         if future.done():
-            _inflight.pop(cluster_id, None)
+            _inflight.pop((cluster_id, names[cluster_id]), None)
             try:
                 out[cluster_id] = future.result()
             except Exception as exc:  # noqa: BLE001 - _fetch catches runtime errors; this is a bug, keep going
@@ -150,7 +152,8 @@ def fetch_all(plans: list[ClusterPlan]) -> dict[int, ClusterResult]:
                 cluster_id,
                 ok=False,
                 reason="timeout",
-                error=f"the cluster did not answer within the sync deadline of {limit:g} s",
+                error=_("the cluster did not answer within the sync deadline of %(deadline)s s")
+                % {"deadline": f"{limit:g}"},
             )
     return out
 
