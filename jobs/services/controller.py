@@ -29,6 +29,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from clusters.models import Cluster
@@ -202,8 +203,9 @@ def request_reconcile(job: Job) -> None:
     ``CELERY_TASK_ALWAYS_EAGER`` (tests) the reconcile runs right here, synchronously;
     otherwise it is enqueued after the current transaction commits.
     """
-    Job.objects.filter(pk=job.pk).update(generation=job.generation + 1)
-    job.generation += 1
+    # Atomic increment: a caller holding an older copy of the row never moves the generation back (lost update).
+    Job.objects.filter(pk=job.pk).update(generation=F("generation") + 1)
+    job.generation = Job.objects.values_list("generation", flat=True).get(pk=job.pk)
     from jobs.tasks import reconcile_job
 
     if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False):
