@@ -43,9 +43,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from clusters.models import Cluster
-from clusters.runtime.base import PodInfo, RuntimeError_
+from clusters.runtime.base import ContainerState, PodInfo, RuntimeError_
 from jobs.models import Job, Phase, Pod, Task
-from jobs.services import controller, domain_ips, metrics
+from jobs.services import bulk, controller, domain_ips, metrics
 from jobs.services.status import DEFAULT_TAIL, get_condition, log_archive_path, set_condition
 
 logger = logging.getLogger(__name__)
@@ -243,8 +243,8 @@ def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool, force: bool
 
     started = time.monotonic()
     job_by_id = {job.pk: job for job in jobs}
-    tasks = list(Task.objects.filter(job_id__in=list(job_by_id)).select_related("cluster")) if jobs else []
-    rows = _rows_of(list(job_by_id)) if jobs else {}
+    tasks = _tasks_of(list(job_by_id), {c.pk: c for c in clusters}) if jobs else []
+    rows: dict[int, dict[str, Pod]] = {}
     tasks_by_job: dict[int, list[Task]] = defaultdict(list)
     for task in tasks:
         tasks_by_job[task.job_id].append(task)
@@ -285,16 +285,21 @@ def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool, force: bool
             plan.namespaces.setdefault(task.namespace, {})[task.name] = sync_fetch.TaskSnap(
                 task.pk, job.pk, job.name, task.head, not _keep_rows(job), job.started_at
             )
-            for name, row in rows.get(task.pk, {}).items():
-                stored = (row.container_state or {}).get("signals") or {}
-                plan.rows[(task.pk, name)] = sync_fetch.RowSnap(row.uid, stored)
             if job.pk in due:
                 names = plan.metrics_jobs.setdefault(task.namespace, [])
                 if job.name not in names:
                     names.append(job.name)
         plans.append(plan)
 
-    results = sync_fetch.fetch_all(plans)
+    def load_rows() -> dict[tuple[int, str], sync_fetch.RowSnap]:
+        rows.update(_rows_of(list(job_by_id)) if jobs else {})  # while the clusters answer
+        return {
+            (task_id, name): sync_fetch.RowSnap(row.uid, (row.container_state or {}).get("signals") or {})
+            for task_id, by_name in rows.items()
+            for name, row in by_name.items()
+        }
+
+    results = sync_fetch.fetch_all(plans, load_rows)
     observed: dict[int, dict[str, list[PodInfo]]] = defaultdict(dict)
     signals: dict[tuple[int, str], dict[str, Any]] = {}
     pod_metrics: dict[str, dict[str, float]] = {}
@@ -362,6 +367,19 @@ def _mark_cluster(cluster: Cluster, status: str, message: str) -> None:
             setattr(cluster, key, value)
 
 
+def _tasks_of(job_ids: list[int], clusters: dict[int, Cluster] | None = None) -> list[Task]:
+    """The Tasks of these jobs (one query), each with its cluster attached from ``clusters`` (else one query for
+    the few clusters): a join would decrypt the cluster's kubeconfig once per Task."""
+    tasks = list(Task.objects.filter(job_id__in=job_ids))
+    clusters = dict(clusters or {})
+    missing = {t.cluster_id for t in tasks} - set(clusters)
+    if missing:
+        clusters.update(Cluster.objects.in_bulk(missing))
+    for task in tasks:
+        task.cluster = clusters[task.cluster_id]
+    return tasks
+
+
 def _rows_of(job_ids: list[int]) -> dict[int, dict[str, Pod]]:
     """Task id -> Pod name -> row, for all these jobs in one query."""
     rows: dict[int, dict[str, Pod]] = defaultdict(dict)
@@ -377,9 +395,12 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+_STATE_FIELDS = tuple(f.name for f in dataclasses.fields(ContainerState))
+
+
 def _pod_values(info: PodInfo) -> dict[str, Any]:
     c = info.container
-    state = dataclasses.asdict(c)
+    state = {name: getattr(c, name) for name in _STATE_FIELDS}  # flat: much cheaper than dataclasses.asdict
     for key in ("started_at", "finished_at"):
         state[key] = _iso(state[key])
     exit_code = c.exit_code if c.exit_code is not None else c.last_exit_code
@@ -475,7 +496,7 @@ def observe_jobs(
     now = timezone.now()
     if tasks_by_job is None:
         tasks_by_job = defaultdict(list)
-        for task in Task.objects.filter(job_id__in=[j.pk for j in jobs]).select_related("cluster"):
+        for task in _tasks_of([j.pk for j in jobs]):
             tasks_by_job[task.job_id].append(task)
     if rows is None:
         rows = _rows_of([j.pk for j in jobs])
@@ -495,7 +516,8 @@ def observe_jobs(
             return 0
         ids = [j.pk for j in locked]
         fresh_tasks: dict[int, list[Task]] = defaultdict(list)
-        for task in Task.objects.filter(job_id__in=ids).select_related("cluster"):
+        known = {t.cluster_id: t.cluster for ts in tasks_by_job.values() for t in ts}
+        for task in _tasks_of(ids, known):
             fresh_tasks[task.job_id].append(task)
         fresh_rows = _rows_of(ids)
         all_changes: list[_Changes] = []
@@ -515,8 +537,9 @@ def observe_jobs(
             controller.reconcile(job)  # finished: scale every Task to 0 (upstream-rlark 4.8, goes further)
         except Exception:  # noqa: BLE001
             logger.exception("scale-down of finished job %s", job.name)
+    fresh_by_id = {j.pk: j for j in locked}
     for job in jobs:  # callers holding these objects see what was written
-        fresh = next((c for c in locked if c.pk == job.pk), None)
+        fresh = fresh_by_id.get(job.pk)
         if fresh is not None and fresh is not job:
             for field in ("phase", "message", "conditions", "started_at", "finished_at", "updated_at"):
                 setattr(job, field, getattr(fresh, field))
@@ -591,7 +614,7 @@ def _write(all_changes: list[_Changes], tasks_by_job: dict[int, list[Task]], now
         Pod.objects.bulk_create(creates)
     if updates:
         fields = sorted(set().union(*(f for _, f in updates)))
-        Pod.objects.bulk_update([r for r, _ in updates], fields)
+        bulk.bulk_update(Pod, [r for r, _ in updates], fields)
     task_rows, task_fields = [], set()
     for c in all_changes:
         for task in tasks_by_job.get(c.job.pk, []):
@@ -601,7 +624,7 @@ def _write(all_changes: list[_Changes], tasks_by_job: dict[int, list[Task]], now
                 task_rows.append(task)
                 task_fields.update(c.tasks[task.pk])
     if task_rows:
-        Task.objects.bulk_update(task_rows, sorted(task_fields))
+        bulk.bulk_update(Task, task_rows, sorted(task_fields))
     job_rows, job_fields = [], set()
     for c in all_changes:
         if c.job_fields:
@@ -611,7 +634,7 @@ def _write(all_changes: list[_Changes], tasks_by_job: dict[int, list[Task]], now
             job_rows.append(c.job)
             job_fields.update(c.job_fields)
     if job_rows:
-        Job.objects.bulk_update(job_rows, sorted(job_fields | {"updated_at"}))
+        bulk.bulk_update(Job, job_rows, sorted(job_fields | {"updated_at"}))
     return len(all_changes)
 
 

@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 SIGNAL_TAIL = 400  # lines of a restarted container's previous instance read once for its exit markers
 PER_JOB_LIMIT = 5  # a targeted sync of at most this many jobs lists their Pods per job
 READ_LIMIT = 4 << 20  # bytes of new log read per Worker and cycle; the rest comes next cycle
+LOG_READ_PARALLEL = 8  # log reads in flight per cluster
+LOG_BUDGET = 0.5  # share of the deadline a cycle spends reading logs; what is left is read next cycle
 
 
 def deadline() -> float:
@@ -82,6 +84,11 @@ class ClusterPlan:
     per_job: bool = False
     probe_all: bool = False
     metrics_jobs: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # namespace -> job names
+    rows_ready: threading.Event = dataclasses.field(default_factory=threading.Event)
+
+    @property
+    def task_ids(self) -> set[int]:
+        return {snap.task_id for tasks in self.namespaces.values() for snap in tasks.values()}
 
 
 @dataclasses.dataclass
@@ -114,11 +121,14 @@ def _pool() -> ThreadPoolExecutor:
         return _executor
 
 
-def fetch_all(plans: list[ClusterPlan]) -> dict[int, ClusterResult]:
+def fetch_all(plans: list[ClusterPlan], rows_loader=None) -> dict[int, ClusterResult]:
     """Run every plan in its own thread and wait at most :func:`deadline` seconds for all of them.
 
-    Returns cluster id -> result; a cluster that did not answer in time (or is still busy with an earlier cycle's
-    calls) gets ``ok=False, reason="timeout"`` and a message naming the deadline."""
+    ``rows_loader`` (called here, in the caller's thread, while the clusters list their Pods) returns
+    ``(task id, Pod name) -> RowSnap`` for every plan; the threads wait for it before they plan log reads, so the
+    database read overlaps the network calls. Returns cluster id -> result; a cluster that did not answer in time
+    (or is still busy with an earlier cycle's calls) gets ``ok=False, reason="timeout"`` and a message naming the
+    deadline."""
     limit = deadline()
     started = time.monotonic()
     futures: dict[int, Future] = {}
@@ -137,7 +147,15 @@ def fetch_all(plans: list[ClusterPlan]) -> dict[int, ClusterResult]:
         future = _pool().submit(_fetch, plan)
         _inflight[(plan.cluster_id, plan.name)] = (future, started)
         futures[plan.cluster_id] = future
-    wait(list(futures.values()), timeout=limit)
+    try:
+        if rows_loader is not None:
+            snaps = rows_loader()
+            for plan in plans:
+                plan.rows = {k: v for k, v in snaps.items() if k[0] in plan.task_ids}
+    finally:
+        for plan in plans:
+            plan.rows_ready.set()
+    wait(list(futures.values()), timeout=max(0.0, limit - (time.monotonic() - started)))
     names = {p.cluster_id: p.name for p in plans}
     for cluster_id, future in futures.items():
         if future.done():
@@ -304,27 +322,43 @@ def _read_logs(
     sizes = runtime.log_sizes(namespace, names) if names else None
     if sizes is not None:
         result.calls += 1
+    plan.rows_ready.wait(deadline())  # the stored rows, read by the caller meanwhile
     probed = _probed.setdefault(plan.cluster_id, {})
-    for snap, info, signals in plan_log_reads(plan, tasks, pods, sizes):
+    reads = plan_log_reads(plan, tasks, pods, sizes)
+    if not reads:
+        return
+    budget_end = time.monotonic() + deadline() * LOG_BUDGET  # the rest waits for the next cycle
+
+    def read(item: tuple[TaskSnap, PodInfo, dict[str, Any]]) -> None:
+        snap, info, signals = item
+        if time.monotonic() >= budget_end:
+            return
         key = container_key(info)
-        probed[key] = time.monotonic()
         text = ""
         try:
             if not signals and info.container.restart_count > 0:
                 try:  # the previous instance's end tells how it exited
                     text = runtime.read_log(namespace, info.name, tail_lines=SIGNAL_TAIL, previous=True)
-                    result.calls += 1
                 except RuntimeError_:
                     pass
             chunk = runtime.read_log_from(namespace, info.name, signals.get("cursor", ""), READ_LIMIT)
-            result.calls += 1
-            result.log_reads += 1
         except RuntimeError_ as exc:  # a log we cannot read just tells us nothing new
             logger.info("log of %s not readable: %s", info.name, exc)
-            continue
+            return
+        probed[key] = time.monotonic()
         base = {} if chunk.reset else signals
         merged = merge_signals(base, text + chunk.text)
         merged.update(key=key, stateKey=state_key(info), cursor=chunk.cursor)
         if sizes is not None and info.name in sizes and len(chunk.text) < READ_LIMIT // 2:
             merged["size"] = sizes[info.name]  # read to the end: the next read waits until the log grows
-        result.signals[(snap.task_id, info.name)] = merged
+        with lock:
+            result.signals[(snap.task_id, info.name)] = merged
+            result.log_reads += 1
+            result.calls += 1
+
+    lock = threading.Lock()
+    if len(reads) == 1:
+        read(reads[0])
+        return
+    with ThreadPoolExecutor(max_workers=min(LOG_READ_PARALLEL, len(reads)), thread_name_prefix="rlark-log") as pool:
+        list(pool.map(read, reads))
