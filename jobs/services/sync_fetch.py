@@ -151,7 +151,8 @@ def fetch_all(plans: list[ClusterPlan], rows_loader=None) -> dict[int, ClusterRe
         if rows_loader is not None:
             snaps = rows_loader()
             for plan in plans:
-                plan.rows = {k: v for k, v in snaps.items() if k[0] in plan.task_ids}
+                ids = plan.task_ids
+                plan.rows = {k: v for k, v in snaps.items() if k[0] in ids}
     finally:
         for plan in plans:
             plan.rows_ready.set()
