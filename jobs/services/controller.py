@@ -73,8 +73,12 @@ def job_lock(job_id: int) -> Iterator[None]:
         try:
             yield
         finally:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_SPACE + job_id])
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_SPACE + job_id])
+            except Exception:  # noqa: BLE001 - e.g. an aborted transaction: closing the session frees the lock
+                logger.warning("could not release the lock of job %s; closing the database connection", job_id)
+                connection.close()
 
 
 @contextmanager

@@ -22,7 +22,14 @@ further" lines of 4.8, 5.4 and 6.2, peers 2.1/3.3, issue 7):
   scaled to 0 to free resources, the last log lines of every Worker are archived first so
   logs stay readable.
 - A cluster whose runtime fails is marked ``offline`` with the reason; the others go on.
-- Only rows that changed are written (Pods in bulk).
+
+Cost (issue 11: it must not grow with the number of jobs; issue 16: one hung cluster must not slow the others):
+every cluster is asked concurrently, under one deadline (``jobs.services.sync_fetch``), with one Pod list per
+namespace; log signals are read from a per-Pod cursor (stored with them) and only where a marker can appear;
+the differences with the stored rows are computed in memory and only what changed is written, in bulk, under
+the row locks of the jobs concerned (``controller.try_lock_jobs``). A steady cycle costs a constant number of
+queries. Watches (``jobs.services.watcher``) sync the jobs whose Pods changed at once; this periodic cycle is
+the safety net.
 """
 
 from __future__ import annotations
