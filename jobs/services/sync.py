@@ -19,7 +19,7 @@ further" lines of 4.8, 5.4 and 6.2, peers 2.1/3.3, issue 7):
 - Job: ``Succeeded`` when the header's log shows ``Run script exited with code 0``; ``Failed``
   on any failure above; ``Running`` when every Task is Running and the header logged
   ``Ray cluster is ready``; else ``Pending``. Succeeded/Failed are terminal: the Tasks are
-  scaled to 0 to free resources, the last log lines of every Worker are archived first so
+  scaled to 0 to free resources, the full log of every Worker is archived first so
   logs stay readable.
 - A cluster whose runtime fails is marked ``offline`` with the reason; the others go on.
 
@@ -37,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-import shutil
 import threading
 import time
 from collections import defaultdict
@@ -52,8 +51,8 @@ from django.utils import timezone
 from clusters.models import Cluster
 from clusters.runtime.base import ContainerState, PodInfo, RuntimeError_
 from jobs.models import Job, Phase, Pod, Task
-from jobs.services import bulk, controller, domain_ips, metrics
-from jobs.services.status import DEFAULT_TAIL, get_condition, log_archive_path, set_condition
+from jobs.services import bulk, controller, domain_ips, metrics, runtime_restart
+from jobs.services.status import get_condition, set_condition
 
 logger = logging.getLogger(__name__)
 
@@ -470,9 +469,12 @@ class _Changes:
     tasks: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
     job_fields: dict[str, Any] = dataclasses.field(default_factory=dict)
     terminal_now: bool = False
+    runtime_restarted: bool = False  # the runtime restarted Workers in place: a new attempt (runtime_restart)
 
     def __bool__(self) -> bool:
-        return bool(self.creates or self.updates or self.deletes or self.tasks or self.job_fields)
+        return bool(
+            self.creates or self.updates or self.deletes or self.tasks or self.job_fields or self.runtime_restarted
+        )
 
 
 def observe_job(job: Job, pods_by_task: dict[str, list[PodInfo]], down: dict[int, str] | None = None) -> Job:
@@ -531,7 +533,7 @@ def observe_jobs(
         for job in locked:
             try:
                 job_tasks = fresh_tasks.get(job.pk, [])
-                changes = _diff(job, job_tasks, fresh_rows, observed.get(job.pk, {}), down, signals, now)
+                changes = _diff(job, job_tasks, fresh_rows, observed.get(job.pk, {}), down, signals, now, locked=True)
             except Exception:  # noqa: BLE001
                 logger.exception("status aggregation of job %s", job.name)
                 continue
@@ -561,8 +563,12 @@ def _diff(
     down: dict[int, str],
     signals: dict[tuple[int, str], dict[str, Any]],
     now: datetime,
+    locked: bool = False,
 ) -> _Changes:
-    """The Pod rows, Task and Job fields that ``pods_by_task`` changes (row objects are updated in place)."""
+    """The Pod rows, Task and Job fields that ``pods_by_task`` changes (row objects are updated in place).
+
+    ``locked``: the job's row is locked for writing, so a runtime restart is recorded on it at once
+    (``runtime_restart.new_attempt``); otherwise it only marks the job as changed."""
     out = _Changes(job)
     keep_rows = _keep_rows(job)
     for task in tasks:
@@ -584,9 +590,15 @@ def _diff(
                 out.creates.append(row)
                 task_rows[info.name] = row
                 continue
+            out.runtime_restarted = out.runtime_restarted or runtime_restart.restarted(row, info)
             old_signals = (row.container_state or {}).get("signals") if row.uid == info.uid else None
             if new_signals is not None or old_signals:
                 values["container_state"]["signals"] = new_signals if new_signals is not None else old_signals
+            replaced = (row.container_state or {}).get("replaced")
+            if replaced is None and row.uid and info.uid != row.uid and _lost(job, row):
+                replaced = {"uid": row.uid}
+            if replaced is not None:  # kept for the rest of this attempt (a new attempt deletes the rows)
+                values["container_state"]["replaced"] = replaced
             for key, value in values.items():
                 if getattr(row, key) != value:
                     setattr(row, key, value)
@@ -600,12 +612,26 @@ def _diff(
                     row.phase = "Stopped"
                     if row.pk:
                         out.updates.setdefault(row.pk, (row, set()))[1].add("phase")
+            elif row.pk and _lost(job, row):
+                # Gone between two syncs while the job ran (deleted, evicted, or Failed and replaced by its
+                # StatefulSet before we looked): the Worker's Ray node is lost; keep the row to say so.
+                row.phase, row.reason = "Failed", "PodDeleted"
+                row.message = "the Pod disappeared while the job was running"
+                row.container_state = {**(row.container_state or {}), "replaced": {"uid": row.uid}}
+                out.updates.setdefault(row.pk, (row, set()))[1].update(
+                    {"phase", "reason", "message", "container_state"}
+                )
             else:
                 if row.pk:
                     out.deletes.append(row.pk)
                 else:
                     out.creates = [c for c in out.creates if c is not row]
                 del task_rows[name]
+    if out.runtime_restarted and not keep_rows:
+        if not locked:
+            return out  # recorded when the job is written (under its lock)
+        runtime_restart.new_attempt(job, now)
+        out.runtime_restarted = False
     out.tasks, out.job_fields, out.terminal_now = _aggregate(job, tasks, rows, down, now)
     return out
 
@@ -643,6 +669,11 @@ def _write(all_changes: list[_Changes], tasks_by_job: dict[int, list[Task]], now
     if job_rows:
         bulk.bulk_update(Job, job_rows, sorted(job_fields | {"updated_at"}))
     return len(all_changes)
+
+
+def _lost(job: Job, row: Pod) -> bool:
+    """A Worker that was running in a running job (so a missing or new Pod means its Ray node died)."""
+    return job.phase == Phase.RUNNING and row.phase == "Running" and not job.stopped and not _stale(job, row)
 
 
 def _stale(job: Job, pod: Pod) -> bool:
@@ -685,7 +716,18 @@ def _worker_failures(job: Job, task: Task, row: Pod, now: datetime) -> list[_Fai
                     "HeaderExited", f"{who} exited with code {row.exit_code}{stage}{detail}", task.name, row.name, True
                 )
             )
-        elif sig.get("runExit") is None and row.restart_count > 0:
+        elif sig.get("runExit") is None and state.get("replaced"):
+            out.append(
+                _Failure(
+                    "HeaderReplaced",
+                    f"{who} was replaced by a new Pod (the previous one was deleted or evicted): a new Ray head"
+                    f" loses the cluster{stage}{detail}",
+                    task.name,
+                    row.name,
+                    True,
+                )
+            )
+        elif sig.get("runExit") is None and row.restart_count > 0 and not runtime_restart.by_runtime(row):
             out.append(
                 _Failure(
                     "HeaderRestarted",
@@ -706,10 +748,26 @@ def _worker_failures(job: Job, task: Task, row: Pod, now: datetime) -> list[_Fai
                     False,
                 )
             )
-        elif row.exit_code not in (None, 0):
+        elif state.get("replaced"):
             out.append(
                 _Failure(
-                    "WorkerExited", f"{who} exited with code {row.exit_code}{stage}{detail}", task.name, row.name, False
+                    "WorkerReplaced",
+                    f"{who} was replaced by a new Pod (the previous one failed, was deleted or evicted): its Ray"
+                    f" node left the cluster{stage}{detail}",
+                    task.name,
+                    row.name,
+                    False,
+                )
+            )
+        elif row.exit_code not in (None, 0):
+            restarts = f" (restarted {row.restart_count} times)" if row.restart_count else ""
+            out.append(
+                _Failure(
+                    "WorkerExited",
+                    f"{who} exited with code {row.exit_code}{restarts}{stage}{detail}",
+                    task.name,
+                    row.name,
+                    False,
                 )
             )
     if row.restart_count >= CRASHLOOP_LIMIT and not out:
@@ -908,34 +966,3 @@ def _aggregate(
 def _ready(pod: Pod) -> bool:
     state = pod.container_state or {}
     return pod.phase == "Running" and bool(state.get("ready") or state.get("state") == "running")
-
-
-# --- log archive ------------------------------------------------------------------------------
-
-
-def archive_task_logs(job: Job, task: Task) -> None:
-    """Keep the last lines of each of ``task``'s Workers' logs (and the previous instance's) under
-    ``VAR_DIR/logs/<job>/`` so they stay readable after the Pods are gone. Best effort."""
-    try:
-        runtime = controller.runtime_for(task.cluster)
-    except Exception:  # noqa: BLE001
-        return
-    for pod in task.pods.all():
-        for previous in (False, True) if pod.restart_count else (False,):
-            try:
-                text = runtime.read_log(task.namespace, pod.name, tail_lines=DEFAULT_TAIL, previous=previous)
-            except Exception:  # noqa: BLE001 - gone already, or nothing to keep
-                continue
-            path = log_archive_path(job.name, pod.name, previous)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-
-
-def archive_job_logs(job: Job) -> None:
-    for task in job.tasks.select_related("cluster"):
-        archive_task_logs(job, task)
-
-
-def forget_job_logs(job_name: str) -> None:
-    """Remove the archived logs of a deleted job."""
-    shutil.rmtree(log_archive_path(job_name, "x").parent, ignore_errors=True)
