@@ -102,11 +102,12 @@ def stack(tmp_path):
         return out.stdout
 
     subprocess.run([*manage, "migrate", "-v", "0"], env=env, cwd=ROOT, check=True, timeout=300)
+    kubeconfig = yaml.safe_dump(fake.kubeconfig())
     token = (
         run_python(
             "from django.contrib.auth import get_user_model; from accounts.authentication import issue_token;"
             "from clusters.models import Cluster;"
-            f"Cluster.objects.create(name='k8s', runtime='kubernetes', kubeconfig={yaml.safe_dump(fake.kubeconfig())!r});"
+            f"Cluster.objects.create(name='k8s', runtime='kubernetes', kubeconfig={kubeconfig!r});"
             "from clusters.services.node_sync import sync_all_clusters; sync_all_clusters(force=True);"
             "u = get_user_model().objects.create_user('alice', password='alice-pass-1');"
             "print(issue_token(u, 'mp')[1])"
