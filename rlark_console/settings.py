@@ -233,3 +233,8 @@ RLARK_TERMINAL_GRACE_PERIOD = float(os.environ.get("RLARK_TERMINAL_GRACE_PERIOD"
 # Kubernetes API calls: (connect, read) timeouts in seconds, per call.
 RLARK_K8S_CONNECT_TIMEOUT = float(os.environ.get("RLARK_K8S_CONNECT_TIMEOUT", "3"))
 RLARK_K8S_READ_TIMEOUT = float(os.environ.get("RLARK_K8S_READ_TIMEOUT", "15"))
+# Status sync (issues 11, 16): seconds one cycle waits for all clusters together (a slower cluster shows Offline
+# and does not delay the others), and seconds between two reads of a running header's new log lines on
+# Kubernetes (which cannot report a log's size without reading it).
+RLARK_CLUSTER_SYNC_DEADLINE = float(os.environ.get("RLARK_CLUSTER_SYNC_DEADLINE", "5"))
+RLARK_LOG_PROBE_INTERVAL = float(os.environ.get("RLARK_LOG_PROBE_INTERVAL", "30"))

@@ -39,6 +39,7 @@ class FakePod:
     created_at: datetime = dataclasses.field(default_factory=lambda: datetime.now(UTC))
     log: list[str] = dataclasses.field(default_factory=list)
     previous_log: list[str] | None = None
+    job: str = ""
 
     def info(self) -> PodInfo:
         return PodInfo(
@@ -52,6 +53,7 @@ class FakePod:
             container=self.container,
             created_at=self.created_at,
             started_at=self.container.started_at,
+            job=self.job,
         )
 
 
@@ -65,6 +67,8 @@ class FakeRuntime(Runtime):
         self.pods: dict[tuple[str, str], FakePod] = {}
         self.calls: list[tuple] = []
         self.failure: RuntimeError_ | None = None
+        self.report_log_sizes = True  # like the local runtime; False behaves like Kubernetes (no cheap size)
+        self.counts: dict[str, int] = {}  # read-only calls by method name (list_pods, read_log, ...)
         self.nodes = [NodeInfo(name=f"{name}-node-0", labels={"kubernetes.io/hostname": f"{name}-node-0"})]
 
     # --- failure injection
@@ -107,8 +111,28 @@ class FakeRuntime(Runtime):
             if key[0] == namespace and pod.task == task:
                 self.pods[key] = self._new_pod(namespace, task, pod.ordinal)
 
+    def _count(self, what: str) -> None:
+        self.counts[what] = self.counts.get(what, 0) + 1
+
+    def list_pods_all(self, namespace: str) -> list[PodInfo]:
+        self._check()
+        self._count("list_pods_all")
+        return [p.info() for (ns, _), p in sorted(self.pods.items()) if ns == namespace]
+
+    def log_sizes(self, namespace: str, pods: list[str]) -> dict[str, int] | None:
+        self._check()
+        if not self.report_log_sizes:
+            return None
+        self._count("log_sizes")
+        return {
+            name: sum(len(line) + 1 for line in self.pods[(namespace, name)].log)
+            for name in pods
+            if (namespace, name) in self.pods
+        }
+
     def list_pods(self, namespace: str, job: str) -> list[PodInfo]:
         self._check()
+        self._count("list_pods")
         return [
             p.info()
             for (ns, _), p in sorted(self.pods.items())
@@ -117,6 +141,7 @@ class FakeRuntime(Runtime):
 
     def read_log(self, namespace: str, pod: str, tail_lines: int | None = 1000, previous: bool = False) -> str:
         self._check()
+        self._count("read_log")
         fake = self.pods.get((namespace, pod))
         if fake is None:
             raise PodNotFound(f"pod {pod} not found")
@@ -134,7 +159,14 @@ class FakeRuntime(Runtime):
 
     # --- helpers
     def _new_pod(self, namespace: str, task: str, ordinal: int) -> FakePod:
-        return FakePod(name=f"{task}-{ordinal}", task=task, ordinal=ordinal, uid=f"uid-{next(_uids)}")
+        manifest = self.manifests.get((namespace, task))
+        return FakePod(
+            name=f"{task}-{ordinal}",
+            task=task,
+            ordinal=ordinal,
+            uid=f"uid-{next(_uids)}",
+            job=manifest.job if manifest else "",
+        )
 
     def _scale(self, key: tuple[str, str], replicas: int) -> None:
         namespace, task = key

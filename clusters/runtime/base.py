@@ -121,6 +121,40 @@ class PodInfo:
     message: str = ""
     reason: str = ""
     revision: str = ""
+    job: str = ""  # label ``rlinf.io/job`` when the runtime reports it
+
+
+@dataclasses.dataclass(frozen=True)
+class LogChunk:
+    """What :meth:`Runtime.read_log_from` read: the complete lines after ``cursor``.
+
+    ``text`` holds whole lines only (a line still being written stays for the next read);
+    ``cursor`` is opaque (a byte offset, a line count or a timestamp position) and is passed back
+    unchanged next time; ``reset`` is True when the log is shorter than the cursor said (a new
+    container instance or a rotated file): ``text`` then starts at the log's beginning.
+    """
+
+    text: str
+    cursor: str
+    reset: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class WatchEvent:
+    """One event of :meth:`Runtime.watch`.
+
+    ``type`` is ``ADDED`` | ``MODIFIED`` | ``DELETED`` | ``BOOKMARK`` | ``RELIST`` (a fresh list after
+    a start or ``410 Gone``: ``objects`` then holds every object and ``job`` is empty).
+    ``kind`` is ``pods`` or ``statefulsets``; ``job`` the object's ``rlinf.io/job`` label;
+    ``resource_version`` is where a resumed watch starts.
+    """
+
+    type: str
+    kind: str
+    job: str = ""
+    name: str = ""
+    resource_version: str = ""
+    objects: tuple[tuple[str, str], ...] = ()  # RELIST: (job, name) of every object
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,3 +268,64 @@ class Runtime(abc.ABC):
     def pod_metrics(self, namespace: str, job: str) -> dict[str, dict[str, float]] | None:
         """Current CPU (cores) and memory (bytes) per Pod name, or None if not available."""
         return None
+
+    # --- per-cluster calls of the status sync (issue 11: the cost must not grow with the jobs) -------------
+
+    def prepare_for_thread(self) -> None:
+        """Load now whatever the runtime would read from the database, so that its calls can then run in a
+        worker thread of the sync (which must not touch the database). Default: nothing to load."""
+        return None
+
+    def list_pods_all(self, namespace: str) -> list[PodInfo]:
+        """Every console Pod in ``namespace`` (label ``rlinf.io/job`` present), all jobs, in one call.
+
+        ``PodInfo.job`` is set. Raises NotImplementedError when the runtime cannot (the sync then
+        falls back to :meth:`list_pods` per job)."""
+        raise NotImplementedError
+
+    def pod_metrics_all(self, namespace: str, jobs: list[str]) -> dict[str, dict[str, float]] | None:
+        """CPU/memory per Pod name of all ``jobs`` in ``namespace`` (one call where the runtime can;
+        this default asks :meth:`pod_metrics` per job). None when no metrics are available."""
+        out: dict[str, dict[str, float]] = {}
+        available = False
+        for job in jobs:
+            metrics = self.pod_metrics(namespace, job)
+            if metrics is not None:
+                available = True
+                out.update(metrics)
+        return out if available else None
+
+    def log_sizes(self, namespace: str, pods: list[str]) -> dict[str, int] | None:
+        """Current size in bytes of each named Pod's ``main`` log, without reading it, or None when the
+        runtime cannot tell cheaply (Kubernetes). Pods it does not know are left out."""
+        return None
+
+    def read_log_from(self, namespace: str, pod: str, cursor: str = "", limit_bytes: int = 4 << 20) -> LogChunk:
+        """The complete lines of the current ``main`` log after ``cursor`` ("" = from the start), at most
+        about ``limit_bytes`` (the rest comes with the next read). This default reads the whole log and
+        counts lines (cursor ``L<n>``); runtimes override it with a cheaper form.
+
+        Raises PodNotFound if the Pod is gone."""
+        text = self.read_log(namespace, pod, tail_lines=None)
+        lines = text.splitlines(keepends=True)
+        if lines and not lines[-1].endswith("\n"):
+            lines.pop()  # still being written
+        done = int(cursor[1:]) if cursor.startswith("L") and cursor[1:].isdigit() else 0
+        reset = done > len(lines)
+        if reset:
+            done = 0
+        new, size, end = [], 0, done
+        for line in lines[done:]:
+            if size and size + len(line) > limit_bytes:
+                break
+            new.append(line)
+            size += len(line)
+            end += 1
+        return LogChunk("".join(new), f"L{end}", reset)
+
+    def watch(self, namespace: str, kind: str, resource_version: str = "", timeout_seconds: int = 300):
+        """Iterator of :class:`WatchEvent` for ``kind`` (``pods`` | ``statefulsets``) of every job in
+        ``namespace``: a ``RELIST`` first (and after ``410 Gone``), then changes, resuming from
+        ``resource_version``; ends after ``timeout_seconds``. NotImplementedError where the runtime has
+        no watch (the 10 s periodic sync still covers it)."""
+        raise NotImplementedError

@@ -300,7 +300,7 @@ class JobDetailView(APIView):
     def get(self, request, name: str):
         return Response(job_detail(policy.get_job_for(request.user, name)))
 
-    def _update(self, request, job: Job, body, content_type, config, restart: bool) -> Response:
+    def _update(self, request, job: Job, body, content_type, config, restart: bool, patch: bool = False) -> Response:
         try:
             job = submission.update_job(
                 request.user,
@@ -310,9 +310,14 @@ class JobDetailView(APIView):
                 content_type=content_type,
                 rlinf_config=config if config else None,
                 request=request,
+                patch=patch,
             )
         except submission.JobInvalid as exc:
-            document = normalize(body) if isinstance(body, dict) else None
+            document = (
+                normalize(submission.merge_patch(job.spec or {}, body) if patch else body)
+                if isinstance(body, dict)
+                else None
+            )
             return invalid_response(exc.result, document)
         return Response(job_detail(job))
 
@@ -346,13 +351,8 @@ class JobDetailView(APIView):
             body, problems = parse_text(body, content_type)
             if body is None:
                 return body_error(BodyError(problems[0]))
-        from jobs.spec.document import RESTARTED_AT
-
-        restart = RESTARTED_AT in ((body.get("metadata") or {}).get("annotations") or {})
-        merged = submission.merge_patch(job.spec or {}, body)
-        if restart:
-            merged.get("metadata", {}).get("annotations", {}).pop(RESTARTED_AT, None)
-        return self._update(request, job, merged, None, "", restart)
+        # merged onto the stored document under the Job row's lock (concurrent edits are never lost)
+        return self._update(request, job, body, None, "", False, patch=True)
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, 404: NOT_FOUND, 503: OpenApiTypes.OBJECT})
     def delete(self, request, name: str):

@@ -28,7 +28,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from clusters.models import Cluster
@@ -41,15 +42,76 @@ TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
 
 _locks_guard = threading.Lock()
 _locks: dict[int, threading.RLock] = defaultdict(threading.RLock)
+LOCK_SPACE = 0x524C4B << 32  # "RLK": PostgreSQL advisory lock key of a job = LOCK_SPACE + job id (bigint)
+
+
+def _pg() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def _local_lock(job_id: int) -> threading.RLock:
+    with _locks_guard:
+        return _locks[job_id]
 
 
 @contextmanager
 def job_lock(job_id: int) -> Iterator[None]:
-    """Serialise reconcile and status sync of one job inside this process (Celery threads pool)."""
-    with _locks_guard:
-        lock = _locks[job_id]
+    """Serialise reconcile, delete and the status sync's writes of one job, across threads *and* processes.
+
+    On PostgreSQL a session-level advisory lock ``LOCK_SPACE + job_id`` is held for the block (every web
+    replica and Celery worker shares it; a process that dies releases it with its connection), so what the
+    block writes still commits at once, step by step (reconcile records its intent before each runtime call).
+    An in-process ``RLock`` is taken as well (re-entrant; the only lock on SQLite, where one process serves).
+    Issue 16, Major 7."""
+    lock = _local_lock(job_id)
     with lock:
-        yield
+        if not _pg():
+            yield
+            return
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [LOCK_SPACE + job_id])
+        try:
+            yield
+        finally:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_SPACE + job_id])
+            except Exception:  # noqa: BLE001 - e.g. an aborted transaction: closing the session frees the lock
+                logger.warning("could not release the lock of job %s; closing the database connection", job_id)
+                connection.close()
+
+
+@contextmanager
+def try_lock_jobs(job_ids: list[int]) -> Iterator[list[Job]]:
+    """Inside a transaction: lock the Job rows of ``job_ids`` that nobody else is working on and yield them
+    (fresh, ordered by id); jobs being reconciled (:func:`job_lock`) or changed by an action
+    (``select_for_update``) are skipped, never waited for. PostgreSQL: ``FOR UPDATE SKIP LOCKED``, then
+    ``pg_try_advisory_xact_lock`` on the rows got (both released at commit): two queries. Elsewhere: the
+    in-process locks, tried without blocking."""
+    if _pg():
+        rows = list(Job.objects.select_for_update(skip_locked=True).filter(pk__in=job_ids).order_by("pk"))
+        if not rows:
+            yield []
+            return
+        with connection.cursor() as cursor:  # only the rows got: never a lock on a job we did not ask for
+            cursor.execute(
+                "SELECT id FROM unnest(%s::bigint[]) AS id WHERE pg_try_advisory_xact_lock(%s::bigint + id)",
+                [[r.pk for r in rows], LOCK_SPACE],
+            )
+            free = {row[0] for row in cursor.fetchall()}
+        yield [r for r in rows if r.pk in free]
+        return
+    held = []
+    try:
+        for job_id in sorted(job_ids):
+            lock = _local_lock(job_id)
+            if lock.acquire(blocking=False):
+                held.append((job_id, lock))
+        ids = [job_id for job_id, _ in held]
+        yield list(Job.objects.filter(pk__in=ids).order_by("pk")) if ids else []
+    finally:
+        for _, lock in held:
+            lock.release()
 
 
 def runtime_for(cluster: Cluster) -> Runtime:
@@ -145,8 +207,9 @@ def request_reconcile(job: Job) -> None:
     ``CELERY_TASK_ALWAYS_EAGER`` (tests) the reconcile runs right here, synchronously;
     otherwise it is enqueued after the current transaction commits.
     """
-    Job.objects.filter(pk=job.pk).update(generation=job.generation + 1)
-    job.generation += 1
+    # Atomic increment: a caller holding an older copy of the row never moves the generation back (lost update).
+    Job.objects.filter(pk=job.pk).update(generation=F("generation") + 1)
+    job.generation = Job.objects.values_list("generation", flat=True).get(pk=job.pk)
     from jobs.tasks import reconcile_job
 
     if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False):

@@ -122,6 +122,71 @@ def sample_during_sync(job) -> None:
         logging.getLogger(__name__).exception("metrics sample of job %s", job.name)
 
 
+def jobs_due(jobs) -> list[int]:
+    """Ids of the running ``jobs`` whose last sync sample is ``SYNC_SAMPLE_INTERVAL`` seconds old or more; they
+    count as sampled from now on (the sync then asks each cluster once, ``Runtime.pod_metrics_all``)."""
+    import time
+
+    now = time.monotonic()
+    due = []
+    for job in jobs:
+        if job.phase not in ("Pending", "Running") or job.stopped:
+            continue
+        if now - _last_sync_sample.get(job.pk, -SYNC_SAMPLE_INTERVAL) >= SYNC_SAMPLE_INTERVAL:
+            _last_sync_sample[job.pk] = now
+            due.append(job.pk)
+    return due
+
+
+def record_sync_samples(job_ids, metrics: dict[str, dict[str, float]], now: datetime | None = None) -> int:
+    """Store one reading per Pod of the jobs ``job_ids`` from the merged per-cluster ``pod_metrics_all`` answers
+    (``{pod name: {"cpu": cores, "memory": bytes}}``): one query for the Pod names, one bulk insert, one query
+    that trims every ring to ``RING_SIZE``, whatever the number of jobs. Returns the number of samples written."""
+    from django.db.models import F, Window
+    from django.db.models.functions import RowNumber
+    from django.utils import timezone
+
+    from jobs.models import Pod
+    from jobs.models_metrics import MetricSample
+
+    job_ids = list(job_ids)
+    if not metrics or not job_ids:
+        return 0
+    now = now or timezone.now()
+    owners = dict(Pod.objects.filter(task__job_id__in=job_ids).values_list("name", "task__job_id"))
+    rows = []
+    for pod, values in metrics.items():
+        if pod not in owners or not isinstance(values, dict):
+            continue
+        cpu, mem = values.get("cpu"), values.get("memory")
+        rows.append(
+            MetricSample(
+                job_id=owners[pod],
+                pod_name=pod,
+                taken_at=now,
+                cpu=float(cpu) if cpu is not None else None,
+                memory=int(mem) if mem is not None else None,
+            )
+        )
+    if not rows:
+        return 0
+    MetricSample.objects.bulk_create(rows)
+    ranked = (
+        MetricSample.objects.filter(job_id__in={r.job_id for r in rows})
+        .annotate(
+            rank=Window(
+                RowNumber(), partition_by=[F("job_id"), F("pod_name")], order_by=[F("taken_at").desc(), F("pk").desc()]
+            )
+        )
+        .filter(rank__gt=RING_SIZE)
+        .values_list("pk", flat=True)
+    )
+    old = list(ranked)
+    if old:
+        MetricSample.objects.filter(pk__in=old).delete()
+    return len(rows)
+
+
 def maybe_sample(job, now: datetime | None = None) -> None:
     """Sample on page view when the sync has not stored a sample in the last ``SAMPLE_MIN_INTERVAL`` seconds and
     the job has live Workers."""

@@ -150,8 +150,14 @@ def update_job(
     content_type: str | None = None,
     rlinf_config: str | dict | None = None,
     request=None,
+    patch: bool = False,
 ) -> Job:
     """Replace ``job``'s document (edit; "edit and restart" with ``restart=True``) after validation.
+
+    ``patch=True``: ``document_or_text`` is a JSON merge patch, applied to the document as stored *now*, under
+    the Job row's lock, so concurrent edits of different fields and a concurrent stop/start are never lost
+    (adding annotation ``rlark.io/restarted-at`` restarts). A ``spec.stopped`` the request leaves as the caller
+    read it keeps the job's current state (issue 16, Major 7: no lost update across replicas).
 
     The name cannot change (``job_name_mismatch``). Existing labels and annotations are kept unless the new
     document sets them (upstream PUT dropped them). The resources the job's own Workers hold are not counted
@@ -159,8 +165,27 @@ def update_job(
     goes through the controller's stop/start; ``restart`` through ``controller.restart``. Audits ``job.update``.
     Raises ``JobInvalid``.
     """
+
+    with transaction.atomic():
+        fresh = Job.objects.select_for_update().get(pk=job.pk)
+        return _update_locked(user, job, fresh, document_or_text, restart, content_type, rlinf_config, request, patch)
+
+
+def _update_locked(user, seen: Job, job: Job, document_or_text, restart, content_type, rlinf_config, request, patch):
+    """:func:`update_job` with ``job`` freshly read under its row lock; ``seen`` is the caller's older copy."""
     from jobs.services import controller
 
+    if patch:
+        if not isinstance(document_or_text, dict):
+            parsed, problems = parse_text(document_or_text, content_type)
+            if parsed is None:
+                raise JobInvalid(ValidationResult(problems))
+            document_or_text = parsed
+        restart = restart or RESTARTED_AT in ((document_or_text.get("metadata") or {}).get("annotations") or {})
+        document_or_text = merge_patch(job.spec or {}, document_or_text)
+        if restart:
+            document_or_text.get("metadata", {}).get("annotations", {}).pop(RESTARTED_AT, None)
+        content_type = None
     config = job.rlinf_config if rlinf_config is None else _rlinf(rlinf_config, "")
     if isinstance(document_or_text, str | bytes):
         parsed, problems = parse_text(document_or_text, content_type)
@@ -200,16 +225,17 @@ def update_job(
         if merged:
             meta[key] = merged
     was_stopped = job.stopped
+    if (document["spec"].get("stopped") is True) == seen.stopped and seen.stopped != job.stopped:
+        document["spec"]["stopped"] = job.stopped  # not asked to change: a stop/start committed meanwhile stays
     if restart:
         meta.setdefault("annotations", {})[RESTARTED_AT] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         document["spec"]["stopped"] = False
     document = clean(document)
-    with transaction.atomic():
-        job.spec = document
-        job.display_name = (meta.get("annotations") or {}).get(DISPLAY_NAME, job.display_name) or ""
-        job.rlinf_config = config
-        job.save(update_fields=["spec", "display_name", "rlinf_config", "updated_at"])
-        record(user, "job.update", "job", job.name, request=request, restart=restart, workers=result.workers)
+    job.spec = document
+    job.display_name = (meta.get("annotations") or {}).get(DISPLAY_NAME, job.display_name) or ""
+    job.rlinf_config = config
+    job.save(update_fields=["spec", "display_name", "rlinf_config", "updated_at"])
+    record(user, "job.update", "job", job.name, request=request, restart=restart, workers=result.workers)
     stopped = document["spec"].get("stopped") is True
     if restart:
         job = controller.restart(job, actor=user, request=request)

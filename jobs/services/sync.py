@@ -22,7 +22,14 @@ further" lines of 4.8, 5.4 and 6.2, peers 2.1/3.3, issue 7):
   scaled to 0 to free resources, the full log of every Worker is archived first so
   logs stay readable.
 - A cluster whose runtime fails is marked ``offline`` with the reason; the others go on.
-- Only rows that changed are written (Pods in bulk).
+
+Cost (issue 11: it must not grow with the number of jobs; issue 16: one hung cluster must not slow the others):
+every cluster is asked concurrently, under one deadline (``jobs.services.sync_fetch``), with one Pod list per
+namespace; log signals are read from a per-Pod cursor (stored with them) and only where a marker can appear;
+the differences with the stored rows are computed in memory and only what changed is written, in bulk, under
+the row locks of the jobs concerned (``controller.try_lock_jobs``). A steady cycle costs a constant number of
+queries. Watches (``jobs.services.watcher``) sync the jobs whose Pods changed at once; this periodic cycle is
+the safety net.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ import re
 import threading
 import time
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -42,9 +49,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from clusters.models import Cluster
-from clusters.runtime.base import PodInfo, RuntimeError_
+from clusters.runtime.base import ContainerState, PodInfo, RuntimeError_
 from jobs.models import Job, Phase, Pod, Task
-from jobs.services import controller, domain_ips, metrics, runtime_restart
+from jobs.services import bulk, controller, domain_ips, metrics, runtime_restart
 from jobs.services.status import get_condition, set_condition
 
 logger = logging.getLogger(__name__)
@@ -52,8 +59,6 @@ logger = logging.getLogger(__name__)
 CRASHLOOP_LIMIT = int(getattr(settings, "RLARK_CRASHLOOP_LIMIT", 3))
 IMAGE_PULL_GRACE = float(getattr(settings, "RLARK_IMAGE_PULL_GRACE", 120))
 IMAGE_PULL_REASONS = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
-SIGNAL_TAIL = 400
-PROBE_TAIL = 20
 
 RUN_EXIT = re.compile(r"Run script exited with code (-?\d+)")
 RAY_EXIT = re.compile(r"Ray worker process exited with code (-?\d+)")
@@ -90,6 +95,11 @@ def log_signals(text: str) -> dict[str, Any]:
     (the last occurrence of each exit marker counts; ``firstError`` is the first error-looking
     line after the last stage marker, or that marker itself when it is an error).
     """
+    return _scan(text)[0]
+
+
+def _scan(text: str) -> tuple[dict[str, Any], bool]:
+    """:func:`log_signals` and whether ``text`` holds a (non-exit) stage marker."""
     run_exit = ray_exit = None
     ready = check_failed = False
     last_stage = None
@@ -128,7 +138,7 @@ def log_signals(text: str) -> dict[str, Any]:
                     stripped = next((t.strip() for t in tail[pos + 1 :] if t.strip() and not t[:1].isspace()), stripped)
                 first_error = stripped[:500]
                 break
-    return {
+    signals = {
         "runExit": run_exit,
         "rayExit": ray_exit,
         "rayReady": ready,
@@ -136,6 +146,25 @@ def log_signals(text: str) -> dict[str, Any]:
         "lastStage": last_stage,
         "firstError": first_error,
     }
+    return signals, last_stage_index >= 0
+
+
+def merge_signals(old: dict[str, Any], text: str) -> dict[str, Any]:
+    """The signals of a log read in pieces: ``old`` (of everything before) folded with the new ``text``.
+
+    The result equals :func:`log_signals` of the whole log: the last exit markers win, ``rayReady`` and
+    ``clusterCheckFailed`` stay once seen, and ``firstError`` restarts after a new stage marker."""
+    new, had_stage = _scan(text)
+    merged = {**old}
+    for key in ("runExit", "rayExit", "lastStage"):
+        if new[key] is not None:
+            merged[key] = new[key]
+        merged.setdefault(key, None)
+    merged["rayReady"] = bool(old.get("rayReady")) or new["rayReady"]
+    merged["clusterCheckFailed"] = bool(old.get("clusterCheckFailed")) or new["clusterCheckFailed"]
+    if had_stage or not old.get("firstError"):
+        merged["firstError"] = new["firstError"]
+    return merged
 
 
 # --- sync entry points ------------------------------------------------------------------------
@@ -151,9 +180,10 @@ BACKOFF_MAX = 60.0
 def sync_all_clusters(force: bool = False) -> dict[str, Any]:
     """One sync cycle over every cluster. Skips (returns ``{"skipped": True}``) when another cycle
     runs in this process or one finished less than half an interval ago (a backlog of beat
-    messages after a worker restart then costs nothing), unless ``force``.
+    messages after a worker restart then costs nothing), unless ``force`` (which also ignores the
+    back-off of failing clusters and reads every running header's new log lines at once).
 
-    Returns ``{"clusters": {name: "online"|"offline: <reason>"}, "jobs": n}``.
+    Returns ``{"clusters": {name: "online"|"offline: <reason>"}, "jobs": n, "stats": {...}}``.
     """
     global _last_full_sync
     interval = float(getattr(settings, "RLARK_SYNC_INTERVAL", 10))
@@ -172,8 +202,16 @@ def sync_all_clusters(force: bool = False) -> dict[str, Any]:
 
 def sync_job(job: Job) -> dict[str, Any]:
     """Sync one job now (after an action): list its Pods on each of its clusters and aggregate."""
-    clusters = list(Cluster.objects.filter(tasks__job=job).distinct())
-    return _sync(clusters, [job], node_sync=False)
+    return sync_jobs([job])
+
+
+def sync_jobs(jobs: list[Job]) -> dict[str, Any]:
+    """Sync just these jobs now (after an action, or when a watch saw their Pods or StatefulSets change):
+    their clusters only, no node sync, every running header's new log lines read at once."""
+    if not jobs:
+        return {"clusters": {}, "jobs": 0}
+    clusters = list(Cluster.objects.filter(tasks__job__in=[j.pk for j in jobs]).distinct())
+    return _sync(clusters, jobs, node_sync=False, force=True)
 
 
 def _retry_lagging_reconciles() -> None:
@@ -197,70 +235,129 @@ def _jobs_to_watch() -> list[Job]:
     )
 
 
+def _keep_rows(job: Job) -> bool:
+    """Stopped or finished: Pods that went away stay as rows (phase Stopped), logs are not read."""
+    return job.stopped or job.phase in (Phase.STOPPED, *controller.TERMINAL)
+
+
 def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool, force: bool = False) -> dict[str, Any]:
-    targets: dict[int, set[tuple[str, int]]] = defaultdict(set)
+    """One cycle: per-cluster runtime calls in parallel under a deadline (``sync_fetch``), then the
+    differences with the stored rows of every job computed in memory, and only what changed written,
+    in bulk, under the row locks of the jobs it concerns. Nothing changed: a constant number of queries
+    (jobs, Tasks, Pods, clusters), whatever the number of jobs."""
+    from jobs.services import sync_fetch
+
+    started = time.monotonic()
     job_by_id = {job.pk: job for job in jobs}
-    for task in Task.objects.filter(job__in=jobs).only("job_id", "cluster_id", "namespace"):
-        targets[task.cluster_id].add((task.namespace, task.job_id))
-    observed: dict[int, dict[str, list[PodInfo]]] = defaultdict(dict)
-    down: dict[int, str] = {}
+    tasks = _tasks_of(list(job_by_id), {c.pk: c for c in clusters}) if jobs else []
+    rows: dict[int, dict[str, Pod]] = {}
+    tasks_by_job: dict[int, list[Task]] = defaultdict(list)
+    for task in tasks:
+        tasks_by_job[task.job_id].append(task)
+    due = set(metrics.jobs_due(jobs))
+
+    plans: list[sync_fetch.ClusterPlan] = []
     report: dict[str, str] = {}
-    now = time.monotonic()
+    down: dict[int, str] = {}
+    by_pk = {c.pk: c for c in clusters}
+    now_m = time.monotonic()
     for cluster in clusters:
         failures, retry_at = _backoff.get(cluster.pk, (0, 0.0))
-        if node_sync and failures and now < retry_at and not force:  # peers M1: a dead cluster is retried with back-off
+        # peers M1: a dead cluster is retried with back-off
+        if node_sync and failures and now_m < retry_at and not force:
             down[cluster.pk] = cluster.status_message or "offline"
-            report[cluster.name] = f"offline (retry in {retry_at - now:.0f}s)"
+            report[cluster.name] = f"offline (retry in {retry_at - now_m:.0f}s)"
             continue
         try:
             runtime = controller.runtime_for(cluster)
-            if node_sync:
-                _sync_nodes(cluster, runtime)
-            for namespace, job_id in sorted(targets.get(cluster.pk, ())):
-                for info in runtime.list_pods(namespace, job_by_id[job_id].name):
-                    observed[job_id].setdefault(info.task, []).append(info)
-        except Exception as exc:  # noqa: BLE001 - one failing cluster must not stop the others
-            reason = exc.reason if isinstance(exc, RuntimeError_) else type(exc).__name__
-            message = f"{reason}: {exc}"[:1000]
-            logger.warning("cluster %s sync failed: %s", cluster.name, message)
-            down[cluster.pk] = message
-            report[cluster.name] = f"offline: {message}"
-            _mark_cluster(cluster, Cluster.Status.OFFLINE, message)
-            if node_sync:
-                _backoff[cluster.pk] = (failures + 1, now + min(BACKOFF_MAX, BACKOFF_BASE * 2**failures))
+            runtime.prepare_for_thread()
+        except Exception as exc:  # noqa: BLE001
+            _cluster_failed(cluster, exc, node_sync, down, report)
             continue
-        _backoff.pop(cluster.pk, None)
+        plan = sync_fetch.ClusterPlan(
+            cluster.pk,
+            cluster.name,
+            runtime,
+            node_sync,
+            {},
+            {},
+            per_job=not node_sync and len(jobs) <= sync_fetch.PER_JOB_LIMIT,
+            probe_all=force,
+        )
+        for task in tasks:
+            if task.cluster_id != cluster.pk:
+                continue
+            job = job_by_id[task.job_id]
+            plan.namespaces.setdefault(task.namespace, {})[task.name] = sync_fetch.TaskSnap(
+                task.pk, job.pk, job.name, task.head, not _keep_rows(job), job.started_at
+            )
+            if job.pk in due:
+                names = plan.metrics_jobs.setdefault(task.namespace, [])
+                if job.name not in names:
+                    names.append(job.name)
+        plans.append(plan)
+
+    def load_rows() -> dict[tuple[int, str], sync_fetch.RowSnap]:
+        rows.update(_rows_of(list(job_by_id)) if jobs else {})  # while the clusters answer
+        return {
+            (task_id, name): sync_fetch.RowSnap(row.uid, (row.container_state or {}).get("signals") or {})
+            for task_id, by_name in rows.items()
+            for name, row in by_name.items()
+        }
+
+    results = sync_fetch.fetch_all(plans, load_rows)
+    observed: dict[int, dict[str, list[PodInfo]]] = defaultdict(dict)
+    signals: dict[tuple[int, str], dict[str, Any]] = {}
+    pod_metrics: dict[str, dict[str, float]] = {}
+    stats = {"calls": 0, "log_reads": 0}
+    task_by_id = {t.pk: t for t in tasks}
+    for cluster_id, result in results.items():
+        cluster = by_pk[cluster_id]
+        stats["calls"] += result.calls
+        stats["log_reads"] += result.log_reads
+        if not result.ok:
+            _cluster_failed(cluster, RuntimeError_(result.error, result.reason), node_sync, down, report)
+            continue
+        if node_sync and result.nodes is not None:
+            from clusters.services.node_sync import apply_node_infos
+
+            apply_node_infos(cluster, result.nodes)  # sets online/degraded and the heartbeat
+        else:
+            _mark_cluster(cluster, Cluster.Status.ONLINE, "")
+        _backoff.pop(cluster_id, None)
         report[cluster.name] = "online"
-        _mark_cluster(cluster, Cluster.Status.ONLINE, "")
-    for job in jobs:
-        try:
-            observe_job(job, observed.get(job.pk, {}), down)
-            metrics.sample_during_sync(job)  # CPU/memory samples for the Metrics tab (H8, throttled)
-        except Exception:  # noqa: BLE001
-            logger.exception("status aggregation of job %s", job.name)
+        for task_id, infos in result.pods.items():
+            task = task_by_id[task_id]
+            observed[task.job_id][task.name] = infos
+        signals.update(result.signals)
+        pod_metrics.update(result.metrics or {})
+
+    changed = observe_jobs(jobs, observed, down, signals, tasks_by_job=tasks_by_job, rows=rows)
+    if pod_metrics:
+        metrics.record_sync_samples(due, pod_metrics)
     try:
         domain_ips.assign(jobs, full=node_sync)  # seed 04: virtual IPs of Workers in their job's domain
     except Exception:  # noqa: BLE001 - never let IP bookkeeping stop the sync
         logger.exception("domain IP allocation")
-    return {"clusters": report, "jobs": len(jobs)}
+    stats.update(changed_jobs=changed, seconds=round(time.monotonic() - started, 4))
+    return {"clusters": report, "jobs": len(jobs), "stats": stats}
 
 
-def _sync_nodes(cluster: Cluster, runtime) -> None:
-    """Node sync through ``clusters.services.node_sync`` (which also sets the cluster's status and
-    heartbeat); raises when it failed so the cluster's Pods are not listed this round."""
-    try:
-        from clusters.services.node_sync import sync_cluster_nodes
-    except ImportError:  # pragma: no cover - node sync ships with the Kubernetes issue
-        runtime.ping()
-        return
-    result = sync_cluster_nodes(cluster, runtime)
-    if not result.ok:
-        raise RuntimeError_(result.error, reason=result.reason or "internal")
+def _cluster_failed(cluster: Cluster, exc: Exception, node_sync: bool, down: dict[int, str], report) -> None:
+    """Offline with the reason; its jobs keep their last known state; back-off for the periodic sync."""
+    reason = exc.reason if isinstance(exc, RuntimeError_) else type(exc).__name__
+    message = f"{reason}: {exc}"[:1000]
+    logger.warning("cluster %s sync failed: %s", cluster.name, message)
+    down[cluster.pk] = message
+    report[cluster.name] = f"offline: {message}"
+    _mark_cluster(cluster, Cluster.Status.OFFLINE, message)
+    if node_sync:
+        failures, _ = _backoff.get(cluster.pk, (0, 0.0))
+        _backoff[cluster.pk] = (failures + 1, time.monotonic() + min(BACKOFF_MAX, BACKOFF_BASE * 2**failures))
 
 
 def _mark_cluster(cluster: Cluster, status: str, message: str) -> None:
     """Offline with the reason on failure; back online after a failure (never overrides ``degraded``)."""
-    cluster.refresh_from_db(fields=["status", "status_message"])
     if status == Cluster.Status.ONLINE and cluster.status != Cluster.Status.OFFLINE:
         return
     if cluster.status != status or cluster.status_message != message:
@@ -276,6 +373,27 @@ def _mark_cluster(cluster: Cluster, status: str, message: str) -> None:
             setattr(cluster, key, value)
 
 
+def _tasks_of(job_ids: list[int], clusters: dict[int, Cluster] | None = None) -> list[Task]:
+    """The Tasks of these jobs (one query), each with its cluster attached from ``clusters`` (else one query for
+    the few clusters): a join would decrypt the cluster's kubeconfig once per Task."""
+    tasks = list(Task.objects.filter(job_id__in=job_ids))
+    clusters = dict(clusters or {})
+    missing = {t.cluster_id for t in tasks} - set(clusters)
+    if missing:
+        clusters.update(Cluster.objects.in_bulk(missing))
+    for task in tasks:
+        task.cluster = clusters[task.cluster_id]
+    return tasks
+
+
+def _rows_of(job_ids: list[int]) -> dict[int, dict[str, Pod]]:
+    """Task id -> Pod name -> row, for all these jobs in one query."""
+    rows: dict[int, dict[str, Pod]] = defaultdict(dict)
+    for pod in Pod.objects.filter(task__job_id__in=job_ids):
+        rows[pod.task_id][pod.name] = pod
+    return rows
+
+
 # --- aggregation ------------------------------------------------------------------------------
 
 
@@ -283,9 +401,12 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+_STATE_FIELDS = tuple(f.name for f in dataclasses.fields(ContainerState))
+
+
 def _pod_values(info: PodInfo) -> dict[str, Any]:
     c = info.container
-    state = dataclasses.asdict(c)
+    state = {name: getattr(c, name) for name in _STATE_FIELDS}  # flat: much cheaper than dataclasses.asdict
     for key in ("started_at", "finished_at"):
         state[key] = _iso(state[key])
     exit_code = c.exit_code if c.exit_code is not None else c.last_exit_code
@@ -339,89 +460,218 @@ class _Failure:
     head: bool
 
 
+@dataclasses.dataclass
+class _Changes:
+    """What one observation changes for one job (nothing written yet)."""
+
+    job: Job
+    creates: list[Pod] = dataclasses.field(default_factory=list)
+    updates: dict[int, tuple[Pod, set[str]]] = dataclasses.field(default_factory=dict)
+    deletes: list[int] = dataclasses.field(default_factory=list)
+    tasks: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    job_fields: dict[str, Any] = dataclasses.field(default_factory=dict)
+    terminal_now: bool = False
+    runtime_restarted: bool = False  # the runtime restarted Workers in place: a new attempt (runtime_restart)
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.creates or self.updates or self.deletes or self.tasks or self.job_fields or self.runtime_restarted
+        )
+
+
 def observe_job(job: Job, pods_by_task: dict[str, list[PodInfo]], down: dict[int, str] | None = None) -> Job:
     """Fold one observation of ``job``'s Pods into the database and recompute its status.
 
     ``pods_by_task`` maps Task name -> the Pods its runtime reported; Tasks whose cluster id
-    is in ``down`` (cluster id -> reason) keep their last known state.
-    """
-    down = down or {}
-    terminal_now = False
-    with controller.job_lock(job.pk):
-        job.refresh_from_db()
-        now = timezone.now()
-        tasks = list(job.tasks.select_related("cluster"))
-        rows = defaultdict(dict)
-        for pod in Pod.objects.filter(task__job=job):
-            rows[pod.task_id][pod.name] = pod
-        keep_rows = job.stopped or job.phase in (Phase.STOPPED, *controller.TERMINAL)
-        creates, updates, deletes = [], {}, []
-        runtime_restarted = False
-        for task in tasks:
-            if task.cluster_id in down:
-                continue
-            seen = set()
-            for info in pods_by_task.get(task.name, []):
-                seen.add(info.name)
-                values = _pod_values(info)
-                row = rows[task.pk].get(info.name)
-                if row is None:
-                    row = Pod(task=task, name=info.name, **values)
-                    creates.append(row)
-                    rows[task.pk][info.name] = row
-                    continue
-                runtime_restarted = runtime_restarted or runtime_restart.restarted(row, info)
-                if row.uid == info.uid:  # same instance: keep what its log told us
-                    signals = (row.container_state or {}).get("signals")
-                    if signals:
-                        values["container_state"]["signals"] = signals
-                replaced = (row.container_state or {}).get("replaced")
-                same_revision = (row.container_state or {}).get("revision", "") == (info.revision or "")
-                if replaced is None and row.uid and info.uid != row.uid and same_revision and _lost(job, row):
-                    replaced = {"uid": row.uid}
-                if replaced is not None:  # kept for the rest of this attempt (a new attempt deletes the rows)
-                    values["container_state"]["replaced"] = replaced
-                for key, value in values.items():
-                    if getattr(row, key) != value:
-                        setattr(row, key, value)
-                        updates.setdefault(row.pk, (row, set()))[1].add(key)
-            for name, row in list(rows[task.pk].items()):
-                if name in seen:
-                    continue
-                if keep_rows:
-                    if row.phase not in ("Succeeded", "Failed", "Stopped"):
-                        row.phase = "Stopped"
-                        updates.setdefault(row.pk, (row, set()))[1].add("phase")
-                elif _lost(job, row) and not _rolling(pods_by_task.get(task.name, []), row):
-                    # Gone between two syncs while the job ran (deleted, evicted, or Failed and replaced by its
-                    # StatefulSet before we looked): the Worker's Ray node is lost; keep the row to say so.
-                    row.phase, row.reason = "Failed", "PodDeleted"
-                    row.message = "the Pod disappeared while the job was running"
-                    row.container_state = {**(row.container_state or {}), "replaced": {"uid": row.uid}}
-                    updates.setdefault(row.pk, (row, set()))[1].update(
-                        {"phase", "reason", "message", "container_state"}
-                    )
-                else:
-                    deletes.append(row.pk)
-                    del rows[task.pk][name]
-
-        active = not keep_rows
-        if runtime_restarted and active:
-            runtime_restart.new_attempt(job, now)
-        if active:
-            _read_signals(job, tasks, rows, updates, creates)
-        with transaction.atomic():
-            if deletes:
-                Pod.objects.filter(pk__in=deletes).delete()
-            if creates:
-                Pod.objects.bulk_create(creates)
-            if updates:
-                fields = sorted(set().union(*(f for _, f in updates.values())))
-                Pod.objects.bulk_update([r for r, _ in updates.values() if r.pk], fields)
-            terminal_now = _aggregate(job, tasks, rows, down, now)
-    if terminal_now:
-        controller.reconcile(job)  # finished: scale every Task to 0 (upstream-rlark 4.8, goes further)
+    is in ``down`` (cluster id -> reason) keep their last known state. No log is read here."""
+    observe_jobs([job], {job.pk: pods_by_task}, down or {}, {})
     return job
+
+
+def observe_jobs(
+    jobs: list[Job],
+    observed: dict[int, dict[str, list[PodInfo]]],
+    down: dict[int, str],
+    signals: dict[tuple[int, str], dict[str, Any]],
+    tasks_by_job: dict[int, list[Task]] | None = None,
+    rows: dict[int, dict[str, Pod]] | None = None,
+) -> int:
+    """Fold one observation of many jobs into the database; returns how many jobs changed.
+
+    ``observed``: job id -> Task name -> reported Pods; ``signals``: (task id, Pod name) -> log signals just
+    read. First the differences are computed against the rows already loaded (``tasks_by_job``/``rows``, else
+    loaded here); only jobs with a difference are then locked (``SELECT ... FOR UPDATE SKIP LOCKED``: a job
+    being reconciled elsewhere is left for its own sync), re-read and written in bulk in one transaction."""
+    if not jobs:
+        return 0
+    now = timezone.now()
+    if tasks_by_job is None:
+        tasks_by_job = defaultdict(list)
+        for task in _tasks_of([j.pk for j in jobs]):
+            tasks_by_job[task.job_id].append(task)
+    if rows is None:
+        rows = _rows_of([j.pk for j in jobs])
+    dirty = []
+    for job in jobs:
+        try:
+            if _diff(job, tasks_by_job.get(job.pk, []), rows, observed.get(job.pk, {}), down, signals, now):
+                dirty.append(job.pk)
+        except Exception:  # noqa: BLE001
+            logger.exception("status aggregation of job %s", job.name)
+    if not dirty:
+        return 0
+    terminal: list[Job] = []
+    written = 0
+    with transaction.atomic(), controller.try_lock_jobs(dirty) as locked:
+        if not locked:
+            return 0
+        ids = [j.pk for j in locked]
+        fresh_tasks: dict[int, list[Task]] = defaultdict(list)
+        known = {t.cluster_id: t.cluster for ts in tasks_by_job.values() for t in ts}
+        for task in _tasks_of(ids, known):
+            fresh_tasks[task.job_id].append(task)
+        fresh_rows = _rows_of(ids)
+        all_changes: list[_Changes] = []
+        for job in locked:
+            try:
+                job_tasks = fresh_tasks.get(job.pk, [])
+                changes = _diff(job, job_tasks, fresh_rows, observed.get(job.pk, {}), down, signals, now, locked=True)
+            except Exception:  # noqa: BLE001
+                logger.exception("status aggregation of job %s", job.name)
+                continue
+            if changes:
+                all_changes.append(changes)
+        written = _write(all_changes, fresh_tasks, now)
+        terminal = [c.job for c in all_changes if c.terminal_now]
+    for job in terminal:
+        try:
+            controller.reconcile(job)  # finished: scale every Task to 0 (upstream-rlark 4.8, goes further)
+        except Exception:  # noqa: BLE001
+            logger.exception("scale-down of finished job %s", job.name)
+    fresh_by_id = {j.pk: j for j in locked}
+    for job in jobs:  # callers holding these objects see what was written
+        fresh = fresh_by_id.get(job.pk)
+        if fresh is not None and fresh is not job:
+            for field in ("phase", "message", "conditions", "started_at", "finished_at", "updated_at"):
+                setattr(job, field, getattr(fresh, field))
+    return written
+
+
+def _diff(
+    job: Job,
+    tasks: list[Task],
+    rows: dict[int, dict[str, Pod]],
+    pods_by_task: dict[str, list[PodInfo]],
+    down: dict[int, str],
+    signals: dict[tuple[int, str], dict[str, Any]],
+    now: datetime,
+    locked: bool = False,
+) -> _Changes:
+    """The Pod rows, Task and Job fields that ``pods_by_task`` changes (row objects are updated in place).
+
+    ``locked``: the job's row is locked for writing, so a runtime restart is recorded on it at once
+    (``runtime_restart.new_attempt``); otherwise it only marks the job as changed."""
+    out = _Changes(job)
+    keep_rows = _keep_rows(job)
+    for task in tasks:
+        if task.cluster_id in down:
+            continue
+        task_rows = rows.setdefault(task.pk, {})
+        seen = set()
+        for info in pods_by_task.get(task.name, []):
+            seen.add(info.name)
+            values = _pod_values(info)
+            row = task_rows.get(info.name)
+            new_signals = signals.get((task.pk, info.name))
+            if new_signals is not None and not str(new_signals.get("key", "")).startswith(f"{info.uid}:"):
+                new_signals = None
+            if row is None:
+                if new_signals is not None:
+                    values["container_state"]["signals"] = new_signals
+                row = Pod(task=task, name=info.name, **values)
+                out.creates.append(row)
+                task_rows[info.name] = row
+                continue
+            out.runtime_restarted = out.runtime_restarted or runtime_restart.restarted(row, info)
+            old_signals = (row.container_state or {}).get("signals") if row.uid == info.uid else None
+            if new_signals is not None or old_signals:
+                values["container_state"]["signals"] = new_signals if new_signals is not None else old_signals
+            replaced = (row.container_state or {}).get("replaced")
+            same_revision = (row.container_state or {}).get("revision", "") == (info.revision or "")
+            if replaced is None and row.uid and info.uid != row.uid and same_revision and _lost(job, row):
+                replaced = {"uid": row.uid}
+            if replaced is not None:  # kept for the rest of this attempt (a new attempt deletes the rows)
+                values["container_state"]["replaced"] = replaced
+            for key, value in values.items():
+                if getattr(row, key) != value:
+                    setattr(row, key, value)
+                    if row.pk:
+                        out.updates.setdefault(row.pk, (row, set()))[1].add(key)
+        for name, row in list(task_rows.items()):
+            if name in seen:
+                continue
+            if keep_rows:
+                if row.phase not in ("Succeeded", "Failed", "Stopped"):
+                    row.phase = "Stopped"
+                    if row.pk:
+                        out.updates.setdefault(row.pk, (row, set()))[1].add("phase")
+            elif row.pk and _lost(job, row) and not _rolling(pods_by_task.get(task.name, []), row):
+                # Gone between two syncs while the job ran (deleted, evicted, or Failed and replaced by its
+                # StatefulSet before we looked): the Worker's Ray node is lost; keep the row to say so.
+                row.phase, row.reason = "Failed", "PodDeleted"
+                row.message = "the Pod disappeared while the job was running"
+                row.container_state = {**(row.container_state or {}), "replaced": {"uid": row.uid}}
+                out.updates.setdefault(row.pk, (row, set()))[1].update(
+                    {"phase", "reason", "message", "container_state"}
+                )
+            else:
+                if row.pk:
+                    out.deletes.append(row.pk)
+                else:
+                    out.creates = [c for c in out.creates if c is not row]
+                del task_rows[name]
+    if out.runtime_restarted and not keep_rows:
+        if not locked:
+            return out  # recorded when the job is written (under its lock)
+        runtime_restart.new_attempt(job, now)
+        out.runtime_restarted = False
+    out.tasks, out.job_fields, out.terminal_now = _aggregate(job, tasks, rows, down, now)
+    return out
+
+
+def _write(all_changes: list[_Changes], tasks_by_job: dict[int, list[Task]], now: datetime) -> int:
+    """Write every job's changes in bulk: one DELETE, one INSERT and one UPDATE per table at most."""
+    deletes = [pk for c in all_changes for pk in c.deletes]
+    creates = [row for c in all_changes for row in c.creates]
+    updates = [u for c in all_changes for u in c.updates.values()]
+    if deletes:
+        Pod.objects.filter(pk__in=deletes).delete()
+    if creates:
+        Pod.objects.bulk_create(creates)
+    if updates:
+        fields = sorted(set().union(*(f for _, f in updates)))
+        bulk.bulk_update(Pod, [r for r, _ in updates], fields)
+    task_rows, task_fields = [], set()
+    for c in all_changes:
+        for task in tasks_by_job.get(c.job.pk, []):
+            if task.pk in c.tasks:
+                for key, value in c.tasks[task.pk].items():
+                    setattr(task, key, value)
+                task_rows.append(task)
+                task_fields.update(c.tasks[task.pk])
+    if task_rows:
+        bulk.bulk_update(Task, task_rows, sorted(task_fields))
+    job_rows, job_fields = [], set()
+    for c in all_changes:
+        if c.job_fields:
+            for key, value in c.job_fields.items():
+                setattr(c.job, key, value)
+            c.job.updated_at = now
+            job_rows.append(c.job)
+            job_fields.update(c.job_fields)
+    if job_rows:
+        bulk.bulk_update(Job, job_rows, sorted(job_fields | {"updated_at"}))
+    return len(all_changes)
 
 
 def _rolling(infos: list[PodInfo], row: Pod) -> bool:
@@ -437,83 +687,9 @@ def _lost(job: Job, row: Pod) -> bool:
 
 def _stale(job: Job, pod: Pod) -> bool:
     """A Pod created before the current attempt started (still terminating after a restart)."""
-    return bool(job.started_at and pod.created_at and pod.created_at < job.started_at - timedelta(seconds=2))
+    from jobs.services.sync_fetch import stale
 
-
-def _read_signals(job: Job, tasks: list[Task], rows, updates, creates) -> None:
-    """Read log tails where a marker may have appeared: the header until the Ray cluster is
-    ready and then a short tail each sync until ``Run script exited with code N`` (the header's
-    wrapper idles after its run script, so its container does not exit), and any Worker whose
-    container exited or restarted (once per container instance)."""
-    created = {id(r) for r in creates}
-    worker_exited = False
-    head_row = None
-    for task in tasks:
-        for row in rows[task.pk].values():
-            state = row.container_state or {}
-            signals = state.get("signals") or {}
-            key = f"{row.uid}:{row.restart_count}:{state.get('state')}"
-            exited = state.get("state") == "terminated" or row.restart_count > 0 or row.phase in ("Succeeded", "Failed")
-            need = exited and signals.get("key") != key
-            changed = False
-            if task.head:
-                head_row = (task, row)
-                if not need and row.phase == "Running" and not _stale(job, row):
-                    if not signals.get("rayReady"):
-                        need = True
-                    elif signals.get("runExit") is None:
-                        changed = _probe_run_exit(task, row, key)
-            elif exited and not _stale(job, row):
-                worker_exited = True
-            if (need and _refresh_signals(task, row, key)) or changed:
-                _touch(row, updates, created)
-    if worker_exited and head_row is not None:
-        task, row = head_row
-        signals = (row.container_state or {}).get("signals") or {}
-        if signals.get("runExit") is None and _refresh_signals(task, row, signals.get("key") or ""):
-            _touch(row, updates, created)
-
-
-def _probe_run_exit(task: Task, row: Pod, key: str) -> bool:
-    """Cheap per-sync check of a running header: does the end of its log show the run script's exit?"""
-    try:
-        text = controller.runtime_for(task.cluster).read_log(task.namespace, row.name, tail_lines=PROBE_TAIL)
-    except Exception:  # noqa: BLE001
-        return False
-    if not RUN_EXIT.search(text):
-        return False
-    return _refresh_signals(task, row, key)
-
-
-def _touch(row: Pod, updates, created) -> None:
-    if id(row) not in created and row.pk:
-        updates.setdefault(row.pk, (row, set()))[1].add("container_state")
-
-
-def _refresh_signals(task: Task, row: Pod, key: str) -> bool:
-    """Read ``row``'s log tail (and the previous instance's when it restarted); True if changed."""
-    try:
-        runtime = controller.runtime_for(task.cluster)
-        text = runtime.read_log(task.namespace, row.name, tail_lines=SIGNAL_TAIL)
-        if row.restart_count > 0 and not (RUN_EXIT.search(text) or RAY_EXIT.search(text)):
-            try:
-                text = runtime.read_log(task.namespace, row.name, tail_lines=SIGNAL_TAIL, previous=True) + text
-            except RuntimeError_:
-                pass
-    except Exception as exc:  # noqa: BLE001 - a log we cannot read just tells us nothing new
-        logger.info("log of %s not readable: %s", row.name, exc)
-        return False
-    signals = {**log_signals(text), "key": key}
-    state = dict(row.container_state or {})
-    old = state.get("signals") or {}
-    if old.get("key") == key:  # same container instance: what an earlier, longer read saw still holds
-        signals["rayReady"] = signals["rayReady"] or bool(old.get("rayReady"))
-        signals["clusterCheckFailed"] = signals["clusterCheckFailed"] or bool(old.get("clusterCheckFailed"))
-    if state.get("signals") == signals:
-        return False
-    state["signals"] = signals
-    row.container_state = state
-    return True
+    return stale(job.started_at, pod.created_at)
 
 
 def _signals(row: Pod) -> dict[str, Any]:
@@ -645,9 +821,13 @@ def _pending_reason(task: Task, pods: list[Pod]) -> str:
     return ""
 
 
-def _aggregate(job: Job, tasks: list[Task], rows, down: dict[int, str], now: datetime) -> bool:
-    """Recompute Task and Job status from the Pod rows; save what changed. True when the job just
-    reached Succeeded/Failed (the caller then archives logs and scales it down)."""
+def _aggregate(
+    job: Job, tasks: list[Task], rows, down: dict[int, str], now: datetime
+) -> tuple[dict[int, dict[str, Any]], dict[str, Any], bool]:
+    """Recompute Task and Job status from the Pod rows (nothing is written).
+
+    Returns ``(task id -> changed fields, changed Job fields, terminal_now)``; ``terminal_now`` is True when
+    the job just reached Succeeded/Failed (the caller then archives logs and scales it down)."""
     conditions = list(job.conditions or [])
     failures: list[_Failure] = []
     succeeded = False
@@ -756,8 +936,7 @@ def _aggregate(job: Job, tasks: list[Task], rows, down: dict[int, str], now: dat
 
     # Task phases.
     failed_tasks = {f.task for f in failures}
-    changed_tasks = []
-    changed_fields: set[str] = set()
+    task_changes: dict[int, dict[str, Any]] = {}
     for task in tasks:
         info = task_values[task.pk]
         values = dict(info["values"])
@@ -775,16 +954,11 @@ def _aggregate(job: Job, tasks: list[Task], rows, down: dict[int, str], now: dat
                 values.update(phase=Phase.RUNNING, message="")
             else:
                 values.update(phase=Phase.PENDING, message=_pending_reason(task, info["pods"]))
-        fields = [k for k, v in values.items() if getattr(task, k) != v]
-        if fields:
-            for key in fields:
-                setattr(task, key, values[key])
-            changed_tasks.append(task)
-            changed_fields.update(fields)
-    if changed_tasks:
-        Task.objects.bulk_update(changed_tasks, sorted(changed_fields))
+        changes = {k: v for k, v in values.items() if getattr(task, k) != v}
+        if changes:
+            task_changes[task.pk] = changes
 
-    job_fields = {}
+    job_fields: dict[str, Any] = {}
     if phase != old_phase:
         job_fields["phase"] = phase
         if phase in controller.TERMINAL:
@@ -795,16 +969,7 @@ def _aggregate(job: Job, tasks: list[Task], rows, down: dict[int, str], now: dat
         job_fields["message"] = message
     if conditions != (job.conditions or []):
         job_fields["conditions"] = conditions
-    if job_fields:
-        for key, value in job_fields.items():
-            setattr(job, key, value)
-        job_fields["updated_at"] = now
-        # Conditional on the desired state we computed from: a stop/start/restart committed meanwhile
-        # (by the web process) wins, and the next sync starts from it.
-        written = Job.objects.filter(pk=job.pk, stopped=job.stopped, attempt=job.attempt).update(**job_fields)
-        if not written:
-            return False
-    return phase != old_phase and phase in controller.TERMINAL
+    return task_changes, job_fields, phase != old_phase and phase in controller.TERMINAL
 
 
 def _ready(pod: Pod) -> bool:

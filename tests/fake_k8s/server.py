@@ -166,6 +166,7 @@ class FakeKubernetes:
         self.requests: list[tuple[str, str]] = []
         self.request_count = 0
         self.auto_run = False  # new pods go straight to Running/ready
+        self.bookmark_interval = 5.0  # seconds between BOOKMARK events of watches that allow them
         self.port = 0
         self.host = "127.0.0.1"
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -727,8 +728,17 @@ class FakeKubernetes:
                     await resp.write((json.dumps({"type": "ADDED", "object": obj}) + "\n").encode())
             sent = self.rv
         deadline = time.monotonic() + timeout
+        bookmarks = request.query.get("allowWatchBookmarks") in ("true", "1")
+        last_bookmark = time.monotonic()
         try:
             while time.monotonic() < deadline:
+                if bookmarks and time.monotonic() - last_bookmark >= self.bookmark_interval:
+                    last_bookmark = time.monotonic()
+                    mark = {
+                        "kind": (CORE.get(resource) or APPS[resource])[0],
+                        "metadata": {"resourceVersion": str(sent)},
+                    }
+                    await resp.write((json.dumps({"type": "BOOKMARK", "object": mark}) + "\n").encode())
                 with self.lock:
                     events = [e for e in self.history if e[0] > sent and e[1] == resource]
                 for rv, _res, etype, obj in events:
@@ -737,7 +747,8 @@ class FakeKubernetes:
                     if ns_ok and label_match(selector, obj["metadata"].get("labels") or {}) and field_match(fs, obj):
                         await resp.write((json.dumps({"type": etype, "object": obj}) + "\n").encode())
                 try:
-                    await asyncio.wait_for(queue.get(), timeout=max(0.01, min(1.0, deadline - time.monotonic())))
+                    wait_for = min(1.0, self.bookmark_interval if bookmarks else 1.0, deadline - time.monotonic())
+                    await asyncio.wait_for(queue.get(), timeout=max(0.01, wait_for))
                 except TimeoutError:
                     pass
         except (ConnectionResetError, asyncio.CancelledError):

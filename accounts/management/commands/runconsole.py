@@ -67,6 +67,8 @@ class Command(BaseCommand):
             ],
         }
         supervisor = [*manage, "local_supervisor"] if "local_supervisor" in get_commands() else None
+        if "watch_clusters" in get_commands():
+            specs["watcher"] = [*manage, "watch_clusters"]  # watch-driven status of Kubernetes jobs (issue 11)
         children: dict[str, subprocess.Popen] = {}
         stopping = False
         sup_proc: subprocess.Popen | None = None

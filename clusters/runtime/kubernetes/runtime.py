@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
@@ -23,6 +25,7 @@ from kubernetes.stream import stream as k8s_stream
 
 from clusters.runtime.base import (
     ContainerState,
+    LogChunk,
     NodeInfo,
     PodEvent,
     PodInfo,
@@ -30,6 +33,7 @@ from clusters.runtime.base import (
     Runtime,
     RuntimeError_,
     TaskManifest,
+    WatchEvent,
 )
 from clusters.runtime.kubernetes.client import api_client_for, server_url, timeouts, translate
 from jobs.spec.quantity import parse_quantity
@@ -41,6 +45,7 @@ APPLY = "application/apply-patch+yaml"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 MAIN = "main"
 SHELLS = ("bash", "sh")
+JOB_LABEL = "rlinf.io/job"  # selector "label present": every Pod/StatefulSet the console made for a job
 NO_SHELL = "no shell found (tried bash, sh)"
 # Exec sessions get a UTF-8 locale when the container sets none, so CJK file names and input work as on the
 # local runtime (issue 16). A missing shell still fails as "executable file not found" (the fallback below).
@@ -183,6 +188,7 @@ def pod_info(pod: dict, events: tuple[PodEvent, ...] = ()) -> PodInfo:
     return PodInfo(
         name=name,
         task=labels.get("rlinf.io/task", name.rsplit("-", 1)[0]),
+        job=labels.get("rlinf.io/job", ""),
         ordinal=int(tail) if tail.isdigit() else 0,
         uid=meta.get("uid", ""),
         phase=status.get("phase") or "Pending",
@@ -475,11 +481,19 @@ class KubernetesRuntime(Runtime):
 
     # ------------------------------------------------------------------ pods
     def list_pods(self, namespace: str, job: str) -> list[PodInfo]:
-        pods = self._json(self.core.list_namespaced_pod, namespace, label_selector=f"rlinf.io/job={job}", what="pods")
+        return self._pods(namespace, f"rlinf.io/job={job}")
+
+    def list_pods_all(self, namespace: str) -> list[PodInfo]:
+        """Every console Pod of the namespace (label ``rlinf.io/job`` present): one pods list, plus one events
+        list when some Pod is not settled."""
+        return self._pods(namespace, JOB_LABEL)
+
+    def _pods(self, namespace: str, selector: str) -> list[PodInfo]:
+        pods = self._json(self.core.list_namespaced_pod, namespace, label_selector=selector, what="pods")
         items = pods.get("items") or []
         events: dict[str, list[PodEvent]] = {}
         if any(not _settled(p) for p in items):  # events explain Pending/waiting pods; skip the call otherwise
-            names = {p["metadata"]["name"] for p in items}
+            names = {p["metadata"]["name"] for p in items if not _settled(p)}
             raw = self._json(
                 self.core.list_namespaced_event, namespace, field_selector="involvedObject.kind=Pod", what="events"
             )
@@ -534,26 +548,60 @@ class KubernetesRuntime(Runtime):
         self, namespace: str, job: str, resource_version: str = "", timeout_seconds: int = 30
     ) -> Iterator[tuple[str, Any, str]]:
         """Yield ``("RELIST", [PodInfo...], rv)`` first (and again after ``410 Gone``), then
-        ``(ADDED|MODIFIED|DELETED, PodInfo, rv)`` until ``timeout_seconds`` pass. Used to cut status lag."""
-        selector = f"rlinf.io/job={job}"
+        ``(ADDED|MODIFIED|DELETED, PodInfo, rv)`` until ``timeout_seconds`` pass (one job's Pods)."""
+        for kind, payload, rv in self._watch_raw(
+            self.core.list_namespaced_pod, namespace, f"rlinf.io/job={job}", resource_version, timeout_seconds
+        ):
+            if kind == "RELIST":
+                yield kind, [pod_info(p) for p in payload], rv
+            elif kind != "BOOKMARK":
+                yield kind, pod_info(payload), rv
+
+    def watch(
+        self, namespace: str, kind: str, resource_version: str = "", timeout_seconds: int = 300
+    ) -> Iterator[WatchEvent]:
+        """Watch ``pods`` or ``statefulsets`` of every job in ``namespace`` (label ``rlinf.io/job``), with
+        bookmarks (``allowWatchBookmarks``); resumes from ``resource_version`` and relists on ``410 Gone``."""
+        fn = {"pods": self.core.list_namespaced_pod, "statefulsets": self.apps.list_namespaced_stateful_set}[kind]
+        for etype, payload, rv in self._watch_raw(fn, namespace, JOB_LABEL, resource_version, timeout_seconds):
+            if etype == "RELIST":
+                objects = tuple(
+                    (((o.get("metadata") or {}).get("labels") or {}).get("rlinf.io/job", ""), o["metadata"]["name"])
+                    for o in payload
+                )
+                yield WatchEvent("RELIST", kind, resource_version=rv, objects=objects)
+            elif etype == "BOOKMARK":
+                yield WatchEvent("BOOKMARK", kind, resource_version=rv)
+            else:
+                meta = payload.get("metadata") or {}
+                yield WatchEvent(
+                    etype, kind, (meta.get("labels") or {}).get("rlinf.io/job", ""), meta.get("name", ""), rv
+                )
+
+    def _watch_raw(
+        self, fn: Callable, namespace: str, selector: str, resource_version: str, timeout_seconds: int
+    ) -> Iterator[tuple[str, Any, str]]:
+        """``("RELIST", [raw objects], rv)`` when there is no resourceVersion (start, ``410 Gone``), then
+        ``(type, raw object, rv)`` per event, ``BOOKMARK`` included, until ``timeout_seconds`` pass."""
         deadline = time.monotonic() + timeout_seconds
         rv = resource_version
         while time.monotonic() < deadline:
             if not rv:
-                listing = self._json(self.core.list_namespaced_pod, namespace, label_selector=selector, what="pods")
-                rv = listing["metadata"].get("resourceVersion", "")
-                yield "RELIST", [pod_info(p) for p in listing.get("items") or []], rv
+                listing = self._json(fn, namespace, label_selector=selector, what="watch list")
+                rv = (listing.get("metadata") or {}).get("resourceVersion", "")
+                yield "RELIST", listing.get("items") or [], rv
             remaining = max(1, int(deadline - time.monotonic()))
             resp = self._call(
-                self.core.list_namespaced_pod,
+                fn,
                 namespace,
                 label_selector=selector,
                 watch=True,
+                allow_watch_bookmarks=True,
                 resource_version=rv,
                 timeout_seconds=remaining,
                 _preload_content=False,
                 timeout=(timeouts()[0], remaining + 5),
-                what="pods watch",
+                what="watch",
             )
             gone = False
             try:
@@ -565,14 +613,14 @@ class KubernetesRuntime(Runtime):
                         if not line.strip():
                             continue
                         event = json.loads(line)
+                        obj = event.get("object") or {}
                         if event.get("type") == "ERROR":
-                            if (event.get("object") or {}).get("code") == 410:
+                            if obj.get("code") == 410:
                                 gone = True
                                 break
-                            raise RuntimeError_(str((event.get("object") or {}).get("message")), "internal")
-                        obj = event["object"]
-                        rv = obj["metadata"].get("resourceVersion", rv)
-                        yield event["type"], pod_info(obj), rv
+                            raise RuntimeError_(f"watch failed: {obj.get('message')}", "internal")
+                        rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
+                        yield event.get("type", ""), obj, rv
                     if gone:
                         break
             finally:
@@ -604,6 +652,94 @@ class KubernetesRuntime(Runtime):
             return resp.data.decode("utf-8", "replace")
         finally:
             resp.release_conn()
+
+    def read_log_from(self, namespace: str, pod: str, cursor: str = "", limit_bytes: int = 4 << 20) -> LogChunk:
+        """Incremental read through ``pods/log`` with ``timestamps=true``: the cursor ``T<RFC3339Nano>|<n>`` is the
+        last line's timestamp and how many lines carried it; the next read asks ``sinceTime`` (whole seconds, as
+        the API passes it on) and drops what was seen. A server that sends no timestamps gets a line-count
+        cursor ``L<n>`` instead. ``limitBytes`` bounds every read; a cut last line waits for the next one."""
+        since_ts, seen_at = "", 0
+        if cursor.startswith("T") and "|" in cursor:
+            since_ts, _, count = cursor[1:].rpartition("|")
+            seen_at = int(count) if count.isdigit() else 0
+        kwargs: dict[str, Any] = {"container": MAIN, "timestamps": True, "limit_bytes": int(limit_bytes)}
+        if cursor.startswith("L"):
+            kwargs.pop("limit_bytes")  # line mode: the whole log, then skip what was seen
+        if since_ts:
+            resp = self._call(self._log_since, pod, namespace, since_ts, kwargs, what=f"pod {pod}")
+        else:
+            resp = self._call(
+                self.core.read_namespaced_pod_log, pod, namespace, what=f"pod {pod}", _preload_content=False, **kwargs
+            )
+        try:
+            data = resp.data.decode("utf-8", "replace")
+        finally:
+            resp.release_conn()
+        lines = data.splitlines(keepends=True)
+        if len(lines) > 1 and not lines[-1].endswith("\n"):
+            lines.pop()  # cut by limitBytes or still being written (a single over-long line is taken as it is)
+        if not lines or (len(lines) == 1 and not lines[0].endswith("\n") and len(data) < limit_bytes):
+            return LogChunk("", cursor)
+        if _LOG_TS.match(lines[0]) is None:  # no timestamps from this server: count lines
+            done = int(cursor[1:]) if cursor.startswith("L") and cursor[1:].isdigit() else 0
+            reset = done > len(lines)
+            done = 0 if reset else done
+            return LogChunk("".join(lines[done:]), f"L{len(lines)}", reset)
+        out: list[str] = []
+        last_ts, last_count = since_ts, seen_at
+        skip_at = seen_at
+        for line in lines:
+            m = _LOG_TS.match(line)
+            ts = m.group(1) if m else last_ts
+            body = line[m.end() :] if m else line
+            if since_ts and _ts_key(ts) < _ts_key(since_ts):
+                continue
+            if since_ts and ts == since_ts and skip_at > 0:
+                skip_at -= 1
+                continue
+            out.append(body)
+            if ts == last_ts:
+                last_count += 1
+            else:
+                last_ts, last_count = ts, 1
+        return LogChunk("".join(out), f"T{last_ts}|{last_count}")
+
+    def _log_since(self, pod: str, namespace: str, since_ts: str, kwargs: dict[str, Any], _request_timeout=None):
+        """``GET pods/<pod>/log?sinceTime=<whole seconds>``: the generated client has no ``since_time`` argument,
+        so the serialized request gets the query parameter added (else ``sinceSeconds`` with a margin)."""
+        since = since_ts.split(".")[0].rstrip("Z") + "Z"
+        try:
+            method, url, *rest = self.core._read_namespaced_pod_log_serialize(
+                name=pod,
+                namespace=namespace,
+                follow=None,
+                insecure_skip_tls_verify_backend=None,
+                pretty=None,
+                previous=None,
+                since_seconds=None,
+                stream=None,
+                tail_lines=None,
+                _request_auth=None,
+                _content_type=None,
+                _headers=None,
+                _host_index=0,
+                **kwargs,
+            )
+        except (AttributeError, TypeError):  # another client generation: a relative start, deduplicated anyway
+            start = _ts(since_ts)
+            age = (datetime.now(start.tzinfo) - start).total_seconds() if start else 0
+            return self.core.read_namespaced_pod_log(
+                pod,
+                namespace,
+                since_seconds=max(1, int(age) + 60),
+                _preload_content=False,
+                _request_timeout=_request_timeout,
+                **kwargs,
+            )
+        url += ("&" if "?" in url else "?") + urllib.parse.urlencode({"sinceTime": since})
+        return self.api._call_with_legacy_options(
+            (method, url, *rest), {"200": "str"}, False, False, _request_timeout, True
+        )
 
     def stream_log(self, namespace: str, pod: str, previous: bool = False) -> Iterator[bytes]:
         kwargs: dict[str, Any] = {"container": MAIN}
@@ -687,6 +823,13 @@ class KubernetesRuntime(Runtime):
 
     # ------------------------------------------------------------------ metrics
     def pod_metrics(self, namespace: str, job: str) -> dict[str, dict[str, float]] | None:
+        return self._metrics(namespace, f"rlinf.io/job={job}")
+
+    def pod_metrics_all(self, namespace: str, jobs: list[str]) -> dict[str, dict[str, float]] | None:
+        """One ``metrics.k8s.io`` list for every console Pod of the namespace."""
+        return self._metrics(namespace, JOB_LABEL)
+
+    def _metrics(self, namespace: str, selector: str) -> dict[str, dict[str, float]] | None:
         try:
             data = self._json(
                 k8s.CustomObjectsApi(self.api).list_namespaced_custom_object,
@@ -694,7 +837,7 @@ class KubernetesRuntime(Runtime):
                 "v1beta1",
                 namespace,
                 "pods",
-                label_selector=f"rlinf.io/job={job}",
+                label_selector=selector,
                 what="pod metrics",
             )
         except RuntimeError_ as exc:
@@ -709,6 +852,15 @@ class KubernetesRuntime(Runtime):
                 mem += _number((c.get("usage") or {}).get("memory", 0))
             out[item["metadata"]["name"]] = {"cpu": cpu, "memory": mem}
         return out
+
+
+_LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ")
+
+
+def _ts_key(ts: str) -> tuple[str, str]:
+    """Sortable key of an RFC3339(Nano) UTC timestamp as the kubelet writes them (seconds, fraction)."""
+    main, _, frac = ts.rstrip("Z").partition(".")
+    return main, frac.ljust(9, "0")
 
 
 def _status_message(text: str) -> str:

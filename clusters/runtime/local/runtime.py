@@ -31,6 +31,7 @@ from typing import Any
 
 from clusters.runtime.base import (
     ContainerState,
+    LogChunk,
     NodeInfo,
     PodEvent,
     PodInfo,
@@ -246,6 +247,43 @@ class LocalRuntime(Runtime):
 
     def pod_metrics(self, namespace: str, job: str) -> dict[str, dict[str, float]] | None:
         return self._call("pod_metrics", job=job)
+
+    # ---- per-cluster calls of the status sync (issue 11) ---------------------------------------
+    def prepare_for_thread(self) -> None:
+        if self._nodes is None:
+            self._nodes = self._node_specs()  # the virtual nodes come from the database
+
+    def list_pods_all(self, namespace: str) -> list[PodInfo]:
+        return [_pod_info(d) for d in self._call("list_pods", with_nodes=True) or []]
+
+    def log_sizes(self, namespace: str, pods: list[str]) -> dict[str, int] | None:
+        """``stat`` of each Pod's ``main.log`` (no supervisor call, nothing read)."""
+        out = {}
+        for pod in pods:
+            try:
+                out[pod] = (pod_dir(self.root, self.name, pod) / "main.log").stat().st_size
+            except OSError:
+                continue
+        return out
+
+    def read_log_from(self, namespace: str, pod: str, cursor: str = "", limit_bytes: int = 4 << 20) -> LogChunk:
+        """Byte-offset cursor ``B<offset>`` into ``main.log``; a file shorter than the offset was restarted."""
+        path = pod_dir(self.root, self.name, pod) / "main.log"
+        offset = int(cursor[1:]) if cursor.startswith("B") and cursor[1:].isdigit() else 0
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                reset = offset > size
+                offset = 0 if reset else offset
+                f.seek(offset)
+                data = f.read(max(int(limit_bytes), 1))
+        except FileNotFoundError:
+            self.pod_info(pod)  # PodNotFound when the Pod is gone
+            return LogChunk("", cursor)
+        end = data.rfind(b"\n") + 1  # whole lines only (but never stall on one line longer than the limit)
+        if end == 0 and len(data) >= max(int(limit_bytes), 1):
+            end = len(data)
+        return LogChunk(data[:end].decode("utf-8", "replace"), f"B{offset + end}", reset)
 
 
 def _num(value: Any) -> float:
