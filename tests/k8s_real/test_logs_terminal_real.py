@@ -70,7 +70,7 @@ async def test_live_logs_follow_new_lines(running_job, alice):
     await comm.send_to(text_data=json.dumps({"type": "subscribe", "pods": [POD], "live": True}))
     seen: list[str] = []
 
-    async def until(needle: str, timeout: float = 30) -> None:
+    async def until(needle: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while not any(needle in line for line in seen):
             assert time.monotonic() < deadline, seen[-5:]

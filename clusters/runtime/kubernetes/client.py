@@ -5,8 +5,8 @@
   default configuration is never touched, so many clusters with different credentials coexist.
 - urllib3 retries only what the real API server does to a pooled keep-alive connection (closes it: ``Connection
   aborted``), once, with :class:`StaleConnectionRetry`; timeouts and refused connections are never retried, so a dead
-  cluster answers fast and never stalls the sync of the others (found against the real kube-apiserver: an apply
-  right after a pause failed with "connection failed" about one time in twenty); every call
+  cluster answers fast and never stalls the sync of the others (responses read with ``_preload_content=False``
+  are drained before their connection is pooled, ``runtime._finish``); every call
   gets an explicit ``(connect, read)`` timeout (settings ``RLARK_K8S_CONNECT_TIMEOUT`` / ``RLARK_K8S_READ_TIMEOUT``,
   seconds, default 3 / 15).
 - :func:`translate` maps every failure to ``RuntimeError_`` with a reason and a message that never contains

@@ -171,6 +171,24 @@ def _settled(pod: dict) -> bool:
     return status.get("phase") == "Running" and bool(statuses) and all(c.get("ready") for c in statuses)
 
 
+def _finish(resp: Any) -> None:
+    """Read the rest of an unparsed (``_preload_content=False``) response, then pool its connection. A body left
+    unread would be parsed as the next response's status line on that socket (urllib3 ``BadStatusLine``, seen
+    against the real API server as "connection failed" on back-to-back applies)."""
+    try:
+        resp.drain_conn()
+    finally:
+        resp.release_conn()
+
+
+def _abandon(resp: Any) -> None:
+    """A stream read partly (log follow, watch): close its connection rather than pool it half-read."""
+    try:
+        resp.close()
+    finally:
+        resp.release_conn()
+
+
 def pod_info(pod: dict, events: tuple[PodEvent, ...] = ()) -> PodInfo:
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
@@ -295,7 +313,7 @@ class KubernetesRuntime(Runtime):
     def _ignore_404(self, fn: Callable, *args: Any, what: str = "", **kwargs: Any) -> None:
         """Call ``fn`` for its effect (response not parsed); a 404 is fine (already gone)."""
         try:
-            self._call(fn, *args, what=what, _preload_content=False, **kwargs).release_conn()
+            _finish(self._call(fn, *args, what=what, _preload_content=False, **kwargs))
         except RuntimeError_ as exc:
             if exc.reason != "not_found":
                 raise
@@ -404,7 +422,7 @@ class KubernetesRuntime(Runtime):
             _preload_content=False,
             what=f"{kind} {name}",
         )
-        resp.release_conn()
+        _finish(resp)
 
     def apply_task(self, manifest: TaskManifest) -> None:
         for obj in manifest.extra_objects:
@@ -416,14 +434,15 @@ class KubernetesRuntime(Runtime):
 
     def scale_task(self, namespace: str, task: str, replicas: int) -> None:
         try:
-            self._call(
+            resp = self._call(
                 self.apps.patch_namespaced_stateful_set_scale,
                 task,
                 namespace,
                 {"spec": {"replicas": int(replicas)}},
                 what=f"StatefulSet {task}",
                 _preload_content=False,
-            ).release_conn()
+            )
+            _finish(resp)
         except RuntimeError_ as exc:
             if exc.reason == "not_found" and int(replicas) == 0:
                 return
@@ -471,13 +490,14 @@ class KubernetesRuntime(Runtime):
                 self._ignore_404(self.core.delete_namespaced_secret, name, namespace, what="secret")
 
     def restart_pods(self, namespace: str, task: str) -> None:
-        self._call(
+        resp = self._call(
             self.core.delete_collection_namespaced_pod,
             namespace,
             label_selector=f"rlinf.io/task={task}",
             what=f"pods of {task}",
             _preload_content=False,
-        ).release_conn()
+        )
+        _finish(resp)
 
     # ------------------------------------------------------------------ pods
     def list_pods(self, namespace: str, job: str) -> list[PodInfo]:
@@ -624,7 +644,7 @@ class KubernetesRuntime(Runtime):
                     if gone:
                         break
             finally:
-                resp.release_conn()
+                _abandon(resp)
             if gone:
                 rv = ""  # 410 Gone: relist
             elif time.monotonic() >= deadline:
@@ -757,7 +777,7 @@ class KubernetesRuntime(Runtime):
         try:
             yield from resp.stream(65536, decode_content=True)
         finally:
-            resp.release_conn()
+            _abandon(resp)
 
     # ------------------------------------------------------------------ exec
     def _open(self, namespace: str, pod: str, command: list[str], tty: bool = True) -> Any:
