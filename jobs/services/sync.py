@@ -365,7 +365,9 @@ def _mark_cluster(cluster: Cluster, status: str, message: str) -> None:
         if status == Cluster.Status.ONLINE:
             fields["last_sync_at"] = timezone.now()
         Cluster.objects.filter(pk=cluster.pk).update(**fields)
-        if status == Cluster.Status.OFFLINE:
+        if status == Cluster.Status.OFFLINE and cluster.runtime != Cluster.Runtime.LOCAL:
+            # A local cluster's virtual nodes are its own configuration (LocalRuntime reports them back as they
+            # are stored): flipping them offline would keep it degraded after the supervisor answers again.
             from clusters.models import Node
 
             Node.objects.filter(cluster=cluster, online=True).update(online=False)
