@@ -16,7 +16,9 @@ Nodes), ``--nodes`` kwok GPU nodes in all (8 GPUs each), registers one console c
    against the raw list calls of the same objects through the official client, JSON decoded (per cluster:
    nodes, Pods and StatefulSets of the console's namespace), as a ratio; at ``--jobs`` active jobs and again
    at ``--big`` active jobs (the extra jobs are single-Worker Header-only jobs pinned to one node each by
-   ``kubernetes.io/hostname``, so 1,000 jobs means 1,900 Pods with the defaults);
+   ``kubernetes.io/hostname``, so 1,000 jobs means 1,900 Pods with the defaults). ``--big-mode seed`` (default)
+   creates them without POSTs, to fit the budget: the Job/Task rows as create_job + reconcile leave them and the
+   console's own manifests server-side applied; ``--big-mode post`` POSTs them (~0.8 s each on 2 cores today);
 3. DB queries per sync cycle (``CaptureQueriesContext``) at both sizes;
 4. peak RSS (VmHWM) of this console process and of every control-plane process.
 
@@ -360,8 +362,13 @@ def main() -> None:
         import kubernetes
 
         admin_core = [kubernetes.client.CoreV1Api(a) for a in admins]
+
+        def add_fleet(cp: ControlPlane, specs: list[NodeSpec]) -> None:
+            for k in range(0, len(specs), 50):  # fleet.add_nodes runs one kubectl with a 60 s timeout
+                add_nodes(cp, specs[k : k + 50])
+
         with ThreadPoolExecutor(args.clusters) as pool:
-            list(pool.map(add_nodes, cps, fleet))
+            list(pool.map(add_fleet, cps, fleet))
         log("nodes created")
         wait_for(
             lambda: all(ready_nodes(c) >= len(s) for c, s in zip(admin_core, fleet, strict=True)),
