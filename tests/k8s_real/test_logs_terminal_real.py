@@ -23,6 +23,13 @@ pytestmark = [pytest.mark.k8s_real, pytest.mark.django_db(transaction=True), pyt
 POD = "logs-a-header-0"
 
 
+@pytest.fixture(autouse=True)
+def _in_process_channel_layer(settings):
+    """The consumers run in this process (Channels' communicator); with ``REDIS_URL`` set (CI) the Redis layer's
+    connections outlive each test's event loop and time out, which is not what these tests are about."""
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+
 @pytest.fixture
 def running_job(k8s_cluster, k8s_namespace, alice, tmp_path):
     use_runtime_factory(None)  # the real registry: KubernetesRuntime for this cluster
