@@ -414,10 +414,12 @@ def test_ordinary_user_cannot_reach_the_console_and_workers_survive_a_console_re
     db_url = console_server.env["DATABASE_URL"]
     targets = {
         "key": var / "encryption.key",
-        "database": Path(db_url.removeprefix("sqlite:///")) if db_url.startswith("sqlite") else var / "db.sqlite3",
+        "secret-key": var / "secret.key",
         "other-job": other_work / "step",
         "source": ROOT / "manage.py",
     }
+    if db_url.startswith("sqlite"):  # on PostgreSQL the database is no file of the console's
+        targets["database"] = Path(db_url.removeprefix("sqlite:///"))
     probes = "".join(
         f'if out=$(cat -- "{path}" 2>&1); then echo "PROBE {name} READ"; else echo "PROBE {name} DENIED $out"; fi\n'
         for name, path in targets.items()
