@@ -175,6 +175,13 @@ def k8s_namespace(control_plane, tmp_path, request):
     )
 
 
+@pytest.fixture(autouse=True)
+def _in_process_channel_layer(settings):
+    """Consumers in these tests run in this process (Channels' communicator); with ``REDIS_URL`` set (CI) the Redis
+    layer's connections outlive each test's event loop and time out, which is not what these tests are about."""
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+
 @pytest.fixture
 def k8s_settings(settings, tmp_path):
     settings.CELERY_TASK_ALWAYS_EAGER = True

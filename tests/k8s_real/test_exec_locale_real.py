@@ -36,4 +36,6 @@ async def test_exec_shell_has_a_utf8_locale(running_job, alice):  # noqa: F811
     await until(b"ctype=C.UTF-8 lang=set")
     await until("你好-6".encode())
     await comm.send_to(bytes_data=b"exit 0\r")
-    await comm.disconnect()
+    while (await asyncio.wait_for(comm.output_queue.get(), 40))["type"] != "websocket.close":
+        pass  # the shell ended by itself: nothing is parked for a reconnect
+    await comm.wait(timeout=15)
