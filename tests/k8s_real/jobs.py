@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 from jobs.models import Job
@@ -86,3 +88,21 @@ def running(ns, count: int) -> dict[str, dict] | None:
     if len(pods) == count and all(p["status"].get("phase") == "Running" for p in pods.values()):
         return pods
     return None
+
+
+class TerminalOutput:
+    """The bytes a WebTerminal communicator has sent so far; :meth:`until` waits for ``needle`` in them and fails
+    (with the output's tail) on a timeout or an early close."""
+
+    def __init__(self, comm) -> None:
+        self.comm = comm
+        self.out = b""
+
+    async def until(self, needle: bytes, timeout: float = 40) -> None:
+        deadline = time.monotonic() + timeout
+        while needle not in self.out:
+            assert time.monotonic() < deadline, self.out[-500:]
+            msg = await asyncio.wait_for(self.comm.output_queue.get(), timeout)
+            assert msg["type"] != "websocket.close", (msg, self.out[-500:])
+            if msg.get("bytes"):
+                self.out += msg["bytes"]

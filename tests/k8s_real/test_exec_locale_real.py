@@ -4,12 +4,12 @@ LC_CTYPE/LANG = C.UTF-8 when the container sets none, so CJK input round-trips."
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 from asgiref.sync import sync_to_async
 
 from terminal.testing import session_cookie, ws_communicator
+from tests.k8s_real.jobs import TerminalOutput
 from tests.k8s_real.test_logs_terminal_real import POD, running_job  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.k8s_real, pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
@@ -20,17 +20,10 @@ async def test_exec_shell_has_a_utf8_locale(running_job, alice):  # noqa: F811
     comm = ws_communicator(f"/ws/terminal/jobs/logs-a/pods/{POD}/", await sync_to_async(session_cookie)(alice))
     connected, _ = await comm.connect(timeout=15)
     assert connected
-    out = b""
+    output = TerminalOutput(comm)
 
-    async def until(needle: bytes, timeout: float = 20) -> None:
-        nonlocal out
-        deadline = time.monotonic() + timeout
-        while needle not in out:
-            assert time.monotonic() < deadline, out[-500:]
-            msg = await asyncio.wait_for(comm.output_queue.get(), timeout)
-            assert msg["type"] != "websocket.close", (msg, out[-500:])
-            if msg.get("bytes"):
-                out += msg["bytes"]
+    async def until(needle: bytes) -> None:
+        await output.until(needle, timeout=20)
 
     await comm.send_to(bytes_data='echo "ctype=$LC_CTYPE lang=${LANG:+set}"; echo 你好-$((2*3))\r'.encode())
     await until(b"ctype=C.UTF-8 lang=set")

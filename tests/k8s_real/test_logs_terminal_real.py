@@ -17,7 +17,7 @@ from terminal.services import sessions
 from terminal.services.runtimes import use_runtime_factory
 from terminal.testing import session_cookie, ws_communicator
 from tests.k8s_real.conftest import wait_for
-from tests.k8s_real.jobs import document, running, synced, task
+from tests.k8s_real.jobs import TerminalOutput, document, running, synced, task
 
 pytestmark = [pytest.mark.k8s_real, pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 POD = "logs-a-header-0"
@@ -90,23 +90,13 @@ async def test_web_terminal_through_pods_exec(running_job, alice, tmp_path):
     comm = ws_communicator(f"/ws/terminal/jobs/logs-a/pods/{POD}/", await sync_to_async(session_cookie)(alice))
     connected, _ = await comm.connect(timeout=15)
     assert connected
-    out = b""
-
-    async def until(needle: bytes, timeout: float = 40) -> None:
-        nonlocal out
-        deadline = time.monotonic() + timeout
-        while needle not in out:
-            assert time.monotonic() < deadline, out[-500:]
-            msg = await asyncio.wait_for(comm.output_queue.get(), timeout)
-            assert msg["type"] != "websocket.close", (msg, out[-500:])
-            if msg.get("bytes"):
-                out += msg["bytes"]
+    output = TerminalOutput(comm)
 
     await comm.send_to(text_data=json.dumps({"type": "resize", "rows": 30, "cols": 100}))
     await comm.send_to(bytes_data=b"echo rlark-$((6*7)); pwd; stty size\r")
-    await until(b"rlark-42")
-    await until(str(tmp_path / "worker-root").encode())
-    await until(b"30 100")  # the resize reached the TTY through the API server
+    await output.until(b"rlark-42")
+    await output.until(str(tmp_path / "worker-root").encode())
+    await output.until(b"30 100")  # the resize reached the TTY through the API server
     await comm.send_to(bytes_data=b"exit 3\r")
     while True:
         msg = await asyncio.wait_for(comm.output_queue.get(), 20)
