@@ -83,6 +83,11 @@ class Task(models.Model):
     # What the controller last told the runtime: replica count and job attempt (restart bookkeeping).
     applied_replicas = models.PositiveIntegerField(_("applied replicas"), default=0)
     applied_attempt = models.PositiveIntegerField(_("applied attempt"), default=0)
+    # sha256 of the last applied Pod template; when an edit last changed it on a running Task, and the workload
+    # revisions its Pods had then: the StatefulSet replaces those Pods, the edit rolling out, not lost Workers.
+    applied_template = models.CharField(_("applied Pod template"), max_length=64, blank=True)
+    rolled_at = models.DateTimeField(_("edit rolled out"), null=True, blank=True)
+    rolled_revisions = models.JSONField(_("revisions rolled out"), default=list, blank=True)
     phase = models.CharField(_("phase"), max_length=16, choices=Phase.choices, default=Phase.PENDING)
     message = models.TextField(_("message"), blank=True)
     conditions = models.JSONField(_("conditions"), default=list, blank=True)

@@ -20,6 +20,8 @@ Model (seed 01-job-role-worker-task; upstream-rlark 4.1, 4.2, 6.1, 6.2):
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 from collections import defaultdict
@@ -316,6 +318,7 @@ def _reconcile_locked(job: Job) -> list[str]:
                 if manifest is None:
                     raise RuntimeError_(f"no manifest was built for Task {task.name}", reason="invalid")
                 recreate = task.applied_replicas > 0 and task.applied_attempt != job.attempt
+                _mark_template(task, manifest, rolls=task.applied_replicas > 0 and not recreate)
                 # Record the intent first: a crash after apply must still let stop scale it down.
                 _mark_applied(task, max(manifest.replicas, task.applied_replicas), job.attempt)
                 runtime.apply_task(manifest)
@@ -354,6 +357,31 @@ def _mark_applied(task: Task, replicas: int, attempt: int) -> None:
     if task.applied_replicas != replicas or task.applied_attempt != attempt:
         task.applied_replicas, task.applied_attempt = replicas, attempt
         task.save(update_fields=["applied_replicas", "applied_attempt"])
+
+
+def template_hash(manifest: TaskManifest) -> str:
+    """sha256 (hex, 64 chars) of the manifest's Pod template (``workload.spec.template``), key order ignored."""
+    template = (manifest.workload.get("spec") or {}).get("template") or {}
+    return hashlib.sha256(json.dumps(template, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _mark_template(task: Task, manifest: TaskManifest, rolls: bool) -> None:
+    """Record the Pod template about to be applied; ``rolls``: the Task runs, so a changed template rolls out.
+
+    Saved before the apply, with the revisions of the Task's Pods as last synced (``Task.rolled_revisions``):
+    the Pods the StatefulSet replaces carry one of those, the Pods of the new template a new one. Runtimes
+    without revisions compare creation times: the replaced Pods are older than ``rolled_at``."""
+    digest = template_hash(manifest)
+    if task.applied_template == digest:
+        return
+    fields = ["applied_template"]
+    if rolls and task.applied_template:
+        task.rolled_at = timezone.now()
+        revisions = {(p.container_state or {}).get("revision") for p in task.pods.all()}
+        task.rolled_revisions = sorted(r for r in revisions if r)
+        fields += ["rolled_at", "rolled_revisions"]
+    task.applied_template = digest
+    task.save(update_fields=fields)
 
 
 def _set_job_message(job: Job, message: str) -> None:

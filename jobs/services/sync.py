@@ -600,7 +600,7 @@ def _diff(
                 values["container_state"]["signals"] = new_signals if new_signals is not None else old_signals
             replaced = (row.container_state or {}).get("replaced")
             same_revision = (row.container_state or {}).get("revision", "") == (info.revision or "")
-            if replaced is None and row.uid and info.uid != row.uid and same_revision and _lost(job, row):
+            if replaced is None and row.uid and info.uid != row.uid and same_revision and _lost(job, task, row):
                 replaced = {"uid": row.uid}
             if replaced is not None:  # kept for the rest of this attempt (a new attempt deletes the rows)
                 values["container_state"]["replaced"] = replaced
@@ -617,7 +617,7 @@ def _diff(
                     row.phase = "Stopped"
                     if row.pk:
                         out.updates.setdefault(row.pk, (row, set()))[1].add("phase")
-            elif row.pk and _lost(job, row) and not _rolling(pods_by_task.get(task.name, []), row):
+            elif row.pk and _lost(job, task, row) and not _rolling(pods_by_task.get(task.name, []), row):
                 # Gone between two syncs while the job ran (deleted, evicted, or Failed and replaced by its
                 # StatefulSet before we looked): the Worker's Ray node is lost; keep the row to say so.
                 row.phase, row.reason = "Failed", "PodDeleted"
@@ -682,9 +682,24 @@ def _rolling(infos: list[PodInfo], row: Pod) -> bool:
     return any(i.revision and i.revision != old for i in infos)
 
 
-def _lost(job: Job, row: Pod) -> bool:
-    """A Worker that was running in a running job (so a missing or new Pod means its Ray node died)."""
-    return job.phase == Phase.RUNNING and row.phase == "Running" and not job.stopped and not _stale(job, row)
+def _lost(job: Job, task: Task, row: Pod) -> bool:
+    """A Worker that was running in a running job (so a missing or new Pod means its Ray node died).
+
+    Not lost: a Pod of an earlier attempt, or one an edit of its Task's Pod template replaces (its revision was
+    rolled out, ``Task.rolled_revisions``; without revisions: created before ``Task.rolled_at``). With one
+    replica no newer Pod shows that rollout: a sync between the delete and the create sees no Pod at all."""
+    revision = (row.container_state or {}).get("revision")
+    if revision:
+        rolled = revision in (task.rolled_revisions or [])
+    else:
+        rolled = task.rolled_at is not None and row.created_at is not None and row.created_at <= task.rolled_at
+    return (
+        job.phase == Phase.RUNNING
+        and row.phase == "Running"
+        and not job.stopped
+        and not _stale(job, row)
+        and not rolled
+    )
 
 
 def _stale(job: Job, pod: Pod) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
+from jobs.services.sync import sync_all_clusters
 from tests.k8s_real.conftest import wait_for
 from tests.k8s_real.jobs import document, running, synced, task
 
@@ -67,3 +68,35 @@ def test_deleted_header_pod_does_not_leave_the_job_running(running_job, k8s_name
     job = synced("fail-a", lambda j: j.phase != "Running", 45, "job no longer Running")
     assert job.phase == "Failed", job.phase
     assert "Header fail-a-header-0" in job.message and "new Ray head loses the cluster" in job.message
+
+
+def test_an_edit_rolling_the_single_header_is_not_a_lost_worker_but_a_later_delete_is(running_job, k8s_namespace):
+    """An edit (no restart) that changes the Header's Pod template makes the StatefulSet delete its only Pod and
+    create a new one; a sync between the two sees no Header at all. That is the edit rolling out: the job must not
+    fail. A Header deleted after the rollout is still a lost Ray head."""
+    ns = k8s_namespace
+    old = ns.get("pod", "fail-a-header-0")
+    edited = document(
+        "fail-a",
+        task("header", head=True, replicas=1, selector={"kubernetes.io/hostname": "cpu-1"}),
+        task("rollout", head=False, replicas=3, selector={"pool": "gpu"}, gpus=1),
+    )
+    resp = running_job.put("/api/v1/jobs/fail-a/", edited, format="json")
+    assert resp.status_code == 200, resp.content
+    ns.write_log("fail-a-header-0", [])
+
+    def rolled():
+        sync_all_clusters(force=True)  # every poll syncs, so one lands while the Header is gone
+        pod = ns.pods().get("fail-a-header-0")
+        return pod if pod and pod["metadata"]["uid"] != old["metadata"]["uid"] else None
+
+    new = wait_for(rolled, 60, "the edit's new Header Pod")
+    assert new["spec"]["nodeName"] == "cpu-1"
+    ns.write_log("fail-a-header-0", READY)
+    job = synced("fail-a", lambda j: j.phase != "Pending", 45, "job phase after the rollout")
+    assert job.phase == "Running", job.message
+
+    ns.kubectl("delete", "pod", "fail-a-header-0", "--wait=false")
+    ns.write_log("fail-a-header-0", [])
+    job = synced("fail-a", lambda j: j.phase != "Running", 45, "job no longer Running after the delete")
+    assert job.phase == "Failed" and "new Ray head loses the cluster" in job.message, job.message
