@@ -42,6 +42,8 @@ from django.utils import timezone  # noqa: E402
 
 from tests.fake_k8s import FakeKubernetes  # noqa: E402
 
+PROFILE = os.environ.get("RLARK_BENCH_PROFILE") == "1"  # print a cProfile of one steady cycle to stderr
+
 
 def populate(fake: FakeKubernetes, nodes: int, pods: int, start: int = 0) -> None:
     if not start:
@@ -274,6 +276,13 @@ def job_bench(jobs: int, rounds: int) -> None:
         for _ in range(rounds):
             raws.append(_timed(raw_cycle))
             steady.append(cycle())
+        if PROFILE:
+            import cProfile
+            import pstats
+
+            prof = cProfile.Profile()
+            prof.runcall(cycle)
+            pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(30)
         raw = statistics.median(raws)
         steady_time = statistics.median(t for t, _, _ in steady)
         steady_queries = steady[-1][1]

@@ -90,3 +90,17 @@ def test_a_hung_cluster_does_not_delay_the_others_and_recovers(two_clusters, ali
     assert Cluster.objects.get(name="k-hung").status == Cluster.Status.ONLINE
     stuck.refresh_from_db()
     assert get_condition(stuck.conditions, "ClusterReachable")["status"] == "True"
+
+
+def test_a_job_whose_cluster_hangs_before_its_first_sync_shows_the_cluster_unreachable(two_clusters, alice, caplog):
+    """No Pod row exists yet for a job whose cluster stops answering before the first sync saw its Pods: its
+    status still says the cluster is unreachable (the aggregation once raised KeyError for such jobs)."""
+    fresh = submit(alice, "fresh", "k-hung")
+    Pod.objects.filter(task__job=fresh).delete()  # as before any sync stored its Pods
+    two_clusters["k-hung"].set_fault("timeout", delay=30)
+    _, result = timed_cycle()
+    assert result["clusters"]["k-hung"].startswith("offline")
+    assert not [r for r in caplog.records if r.levelname == "ERROR" and "fresh" in r.getMessage()]
+    fresh.refresh_from_db()
+    assert get_condition(fresh.conditions, "ClusterReachable")["status"] == "False"
+    assert not Pod.objects.filter(task__job=fresh).exists()

@@ -854,7 +854,7 @@ def _aggregate(
     ready_total = desired_total = 0
     task_values: dict[int, dict[str, Any]] = {}
     for task in tasks:
-        pods = [p for p in rows[task.pk].values() if not _stale(job, p)]
+        pods = [p for p in rows.get(task.pk, {}).values() if not _stale(job, p)]  # none yet: cluster down
         ready = sum(1 for p in pods if _ready(p))
         nodes = sorted({p.node for p in pods if p.node})
         task_failures = []
