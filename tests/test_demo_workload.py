@@ -226,7 +226,8 @@ def test_demo_job_trains_on_a_3_node_loopback_ray_cluster(sup, tmp_path):
         stop_seconds = time.monotonic() - t_stop
         print(f"scale to 0 took {stop_seconds:.1f}s")
         assert stop_seconds <= 10.5 or _loaded(), stop_seconds
-    assert not [p for p in pids if pid_alive(p)]
+    # SIGKILLed processes of a loaded machine may take a moment to be scheduled and die
+    wait_for(lambda: not [p for p in pids if pid_alive(p)], 10, what="no process of the job left")
     assert np.load(ckpt / "policy.npz")["weights"].shape == (5, 2)  # readable after the job stopped
     assert watch.checked > 0 and watch.samples > 10
     assert watch.bad == set(), f"non-loopback connections: {watch.bad}"
@@ -281,5 +282,5 @@ def test_demo_runs_the_rlinf_charger_cluster_section(sup, tmp_path):
     for m in manifests:
         rt.delete_task("rlark-system", m.task)
     wait_for(lambda: not rt.list_pods("rlark-system", "charger"), 15, what="deleted")
-    assert not [p for p in pids if pid_alive(p)]
+    wait_for(lambda: not [p for p in pids if pid_alive(p)], 10, what="no process of the job left")
     assert launcher.namespace_members(min(pids)) == [] or not pid_alive(min(pids))
