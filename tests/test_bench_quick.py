@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # script -> (markers, lines its output must contain, timeout in seconds)
 SCRIPTS = {
     "validate.py": ((), ["validate+render: median", "ratio:"], 120),
+    "lists.py": ((), ["worst ratio", "queries"], 180),
     "sync.py": ((), ["ratio sync/raw", "DB queries per cycle"], 180),
     "logs_terminal.py": ((), ["ratio websocket / HTTP", "Terminal keystroke echo"], 180),
     "local_e2e.py": ((pytest.mark.ray, pytest.mark.e2e), ["Ray ready", "stop -> no process left"], 300),
@@ -37,10 +37,7 @@ def test_every_bench_script_is_covered():
 def bench_env() -> dict[str, str]:
     env = {**os.environ, "RLARK_BENCH_QUICK": "1", "PYTHONUNBUFFERED": "1"}
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    url = env.get("DATABASE_URL", "")
-    if url.startswith("postgres"):
-        parts = urllib.parse.urlsplit(url)
-        env["DATABASE_URL"] = urllib.parse.urlunsplit(parts._replace(path="/bench_quick"))
+    env.pop("DATABASE_URL", None)  # SQLite in memory: fast, and never the suite's own test database
     return env
 
 
