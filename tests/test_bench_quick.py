@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = {
     "validate.py": ((), ["validate+render: median", "ratio:"], 120),
     "lists.py": ((), ["worst ratio", "queries"], 180),
+    "web.py": ((pytest.mark.e2e,), ["ratio 8/1 connections", "p99"], 240),
     "sync.py": ((), ["ratio sync/raw", "DB queries per cycle"], 180),
     "logs_terminal.py": ((), ["ratio websocket / HTTP", "Terminal keystroke echo"], 180),
     "local_e2e.py": ((pytest.mark.ray, pytest.mark.e2e), ["Ray ready", "stop -> no process left"], 300),
