@@ -65,7 +65,8 @@ class WebTier:
 
     def start(self, slot: int) -> None:
         fd = self.sock.fileno()
-        self.children[slot] = subprocess.Popen(daphne_command(fd), pass_fds=(fd,), cwd=self.cwd)
+        env = {**os.environ, "RLARK_WEB_TIER": "1"}  # settings: one cache shared by the workers (login rate limit)
+        self.children[slot] = subprocess.Popen(daphne_command(fd), pass_fds=(fd,), cwd=self.cwd, env=env)
 
     def run(self) -> None:
         def stop(*_args) -> None:

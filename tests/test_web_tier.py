@@ -7,12 +7,15 @@ every request), so the registration's connection test waits on it. Meanwhile a r
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -59,8 +62,9 @@ def call(url: str, token: str, body: dict | None = None, timeout: float = 30) ->
         return exc.code, time.monotonic() - t0, json.loads(exc.read() or b"{}")
 
 
-@pytest.fixture
-def web(tmp_path):
+@pytest.fixture(scope="module")
+def web(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("web")
     env = {
         **os.environ,
         "RLARK_VAR_DIR": str(tmp_path / "var"),
@@ -144,3 +148,25 @@ def test_a_slow_request_does_not_hold_another_users_list(web):
     assert slow["done_at"] - started >= HOLD - 1  # it really was slow ...
     assert listed_at < slow["done_at"]  # ... and every list answered while it ran
     assert max(answers) < 1.0, answers
+
+
+def failed_login(base: str) -> int:
+    """One wrong-password login for alice on a fresh connection (so attempts spread over the workers)."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    page = opener.open(base + "/login/", timeout=30).read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    data = urllib.parse.urlencode({"username": "alice", "password": "wrong", "csrfmiddlewaretoken": token})
+    request = urllib.request.Request(base + "/login/", data=data.encode(), headers={"Referer": base + "/login/"})
+    try:
+        with opener.open(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_login_rate_limit_counts_across_workers(web):
+    base, _, _ = web
+    statuses = [failed_login(base) for _ in range(5)]
+    assert 429 not in statuses, statuses
+    assert failed_login(base) == 429  # the 6th attempt is refused, whichever worker took the other five
