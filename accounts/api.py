@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import services
 from accounts.models import APIToken, AuditEvent
+from rlark_console.pagination import ConsolePagination
 
 
 class TokenSerializer(serializers.ModelSerializer):
@@ -75,6 +75,6 @@ class AuditListView(APIView):
             qs = qs.filter(object_type=params["object_type"])
         if params.get("object_id"):
             qs = qs.filter(object_id=params["object_id"])
-        paginator = LimitOffsetPagination()
+        paginator = ConsolePagination()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response(AuditSerializer(page, many=True).data)

@@ -70,6 +70,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
+from bench.quick import quick_defaults  # noqa: E402
 from tools.k8s.controlplane import ControlPlane, missing_binaries  # noqa: E402
 from tools.k8s.fleet import NodeSpec, add_nodes, console_kubeconfig  # noqa: E402
 
@@ -332,6 +333,7 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--budget", type=float, default=840, help="seconds for the whole run")
+    quick_defaults(parser, clusters=1, nodes=4, jobs=2, workers=2, big=0, rounds=1, budget=80)
     args = parser.parse_args()
     if args.jobs * args.workers > args.nodes:
         parser.error("--jobs x --workers must not exceed --nodes (one Worker of a job per node)")

@@ -24,12 +24,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.quick import quick_defaults  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=300)
+    quick_defaults(parser, steps=1, timeout=120)
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="rlark-bench-"))
@@ -40,7 +44,6 @@ def main() -> int:
         DJANGO_SETTINGS_MODULE="rlark_console.settings",
     )
     os.environ.pop("DATABASE_URL", None)
-    sys.path.insert(0, str(ROOT))
     import django
 
     django.setup()

@@ -35,12 +35,14 @@ sys.path.insert(0, str(ROOT))
 
 import websocket  # noqa: E402  (websocket-client)
 
+from bench.quick import quick_requested  # noqa: E402
 from terminal.demo import NS, PASSWORD  # noqa: E402
 from terminal.testing import DemoConsole, DirPod, DirRuntime, PtyExec  # noqa: E402
 
 POD = "demo-actor-1"
-ROUNDS = 30
-KEYS = 200
+QUICK = quick_requested()  # --quick / RLARK_BENCH_QUICK=1: fewer rounds and keys, same paths
+ROUNDS = 6 if QUICK else 30
+KEYS = 40 if QUICK else 200
 
 
 def pct(values: list[float], p: float) -> float:

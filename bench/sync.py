@@ -43,6 +43,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
+from bench.quick import quick_defaults  # noqa: E402
 from tests.fake_k8s import FakeKubernetes  # noqa: E402
 
 PROFILE = os.environ.get("RLARK_BENCH_PROFILE") == "1"  # print a cProfile of one steady cycle to stderr
@@ -85,6 +86,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=200)
     parser.add_argument("--nodes", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=7)
+    quick_defaults(parser, jobs=20, clusters=1, pods=20, nodes=4, rounds=2)
     args = parser.parse_args()
     logging.disable(logging.WARNING)
 

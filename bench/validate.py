@@ -8,15 +8,22 @@ inventory of 2 clusters x 40 nodes. Prints the median and p95 of ``normalize + v
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rlark_console.settings")
+
+import django  # noqa: E402
+
+django.setup()  # the validator reads settings (limits, locale) and model choices
 
 import yaml  # noqa: E402
 
+from bench.quick import quick_defaults  # noqa: E402
 from jobs.spec.document import normalize, render_yaml  # noqa: E402
 from jobs.spec.inventory import ClusterInfo, Inventory, NodeInfo, SSHKeyInfo  # noqa: E402
 from jobs.spec.validator import validate  # noqa: E402
@@ -127,6 +134,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--roles", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=200)
+    quick_defaults(parser, repeat=20)
     args = parser.parse_args()
     inventory = make_inventory()
     job = make_job(args.roles)
@@ -153,7 +161,7 @@ def main() -> int:
     print(f"bare yaml.safe_dump: median {bare_med:.2f} ms")
     print(f"ratio: {med / bare_med:.2f}x")
     print("OK" if med <= 20 else "SLOW")
-    return 0 if med <= 20 else 1
+    return 0 if med <= 20 or args.quick else 1  # a quick run checks the script works, not the figure
 
 
 if __name__ == "__main__":

@@ -58,6 +58,13 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        # Every column the job lists (pages, API, back office) order or filter by (issue 18): newest first, alone
+        # or within one phase / one owner. The name search has PostgreSQL trigram indexes (migration 0006).
+        indexes = [
+            models.Index(fields=["-created_at"], name="job_created_idx"),
+            models.Index(fields=["phase", "-created_at"], name="job_phase_created_idx"),
+            models.Index(fields=["owner", "-created_at"], name="job_owner_created_idx"),
+        ]
         verbose_name = _("job")
         verbose_name_plural = _("jobs")
 

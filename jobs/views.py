@@ -17,7 +17,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, Q, Sum
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -28,6 +28,7 @@ from accounts import policy
 from clusters.runtime.base import RuntimeError_
 from jobs.models import Job, Phase, Pod
 from jobs.services import controller
+from jobs.services.job_list import WorkerCounts, worker_counts
 from jobs.services.status import (
     DEFAULT_TAIL,
     format_duration,
@@ -67,16 +68,13 @@ def job_list(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()
     if query:
         qs = qs.filter(Q(name__icontains=query) | Q(display_name__icontains=query))
-    qs = qs.annotate(
-        workers_ready=Sum("tasks__ready_replicas"),
-        workers_total=Sum("tasks__replicas"),
-        roles=Count("tasks"),
-    ).order_by("-created_at")
-    paginator = Paginator(qs, _page_size(request))
+    paginator = Paginator(qs.order_by("-created_at"), _page_size(request))
     page = paginator.get_page(request.GET.get("page"))
+    counts = worker_counts(job.pk for job in page.object_list)  # only the page's Tasks (issue 18)
     rows = []
     for job in page.object_list:
-        ready, total = job.workers_ready or 0, job.workers_total or 0
+        count = counts.get(job.pk, WorkerCounts())
+        job.roles, ready, total = count.roles, count.ready, count.total
         rows.append(
             {
                 "job": job,

@@ -32,6 +32,18 @@ def encrypt(plaintext: str) -> str:
     return PREFIX + token.decode()
 
 
+DECRYPTED_CACHE_SIZE = 256  # distinct ciphertexts kept decrypted per process (a few per cluster / registry)
+
+
+@lru_cache(maxsize=DECRYPTED_CACHE_SIZE)
+def _decrypt_token(key_material: str, token: str) -> str:
+    """Fernet-decrypt ``token``, once per process per (key, ciphertext) (issue 18: a kubeconfig was decrypted on
+    every load of its Cluster row, 4,020 times for one Diagnosis tab). A credential rotation stores a new
+    ciphertext (Fernet tokens carry a fresh IV), so it misses this cache and the new secret is used at once; a
+    changed ``RLARK_ENCRYPTION_KEY`` misses it too. Failures are not cached (``lru_cache`` keeps no exceptions)."""
+    return _fernet(key_material).decrypt(token.encode()).decode()
+
+
 def decrypt(stored: str) -> str:
     """Inverse of :func:`encrypt`. Raises ``ValueError`` if the key is wrong."""
     if not stored:
@@ -39,7 +51,7 @@ def decrypt(stored: str) -> str:
     if not stored.startswith(PREFIX):
         raise ValueError("value is not encrypted")
     try:
-        return _fernet(settings.RLARK_ENCRYPTION_KEY).decrypt(stored[len(PREFIX) :].encode()).decode()
+        return _decrypt_token(settings.RLARK_ENCRYPTION_KEY, stored[len(PREFIX) :])
     except InvalidToken as exc:
         raise ValueError("cannot decrypt secret: RLARK_ENCRYPTION_KEY changed?") from exc
 

@@ -132,6 +132,7 @@ class ConsoleServer:
             "RLARK_SYNC_INTERVAL": os.environ.get("RLARK_E2E_SYNC_INTERVAL", "2"),
             "DEBUG": "0",
             "PYTHONUNBUFFERED": "1",
+            "RLARK_WEB_WORKERS": "2",  # two daphne workers (not 2 per core): a quicker cold start on a busy CI box
         }
         self.proc: subprocess.Popen | None = None
         self.log_path = tmp / "console.log"

@@ -90,8 +90,9 @@ def test_client_address_rule(settings):
 def test_runconsole_does_not_let_daphne_rewrite_the_peer():
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "accounts/management/commands/runconsole.py").read_text()
-    assert '"--proxy-headers"' not in text
+    root = Path(__file__).resolve().parent.parent
+    for source in ("accounts/management/commands/runconsole.py", "rlark_console/webserver.py"):  # serve_web's daphnes
+        assert '"--proxy-headers"' not in (root / source).read_text(), source
 
 
 @pytest.mark.e2e

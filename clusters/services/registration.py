@@ -102,9 +102,11 @@ def validate_cluster_fields(data: dict) -> dict:
     return {"name": name, "runtime": runtime}
 
 
-@transaction.atomic
 def register_cluster(data: dict, actor=None, request=None, *, test: bool = True) -> Cluster:
-    """Create a cluster from ``data`` (shape in the module docstring). Raises RegistrationError."""
+    """Create a cluster from ``data`` (shape in the module docstring). Raises RegistrationError.
+
+    The connection test runs before the transaction opens: a hung API server must not hold a database
+    transaction (on SQLite, ``BEGIN IMMEDIATE`` is the write lock every other request waits on; issue 18)."""
     clean = validate_cluster_fields(data)
     if clean["runtime"] == Cluster.Runtime.KUBERNETES:
         cluster = Cluster(name=clean["name"], runtime=Cluster.Runtime.KUBERNETES)
@@ -127,14 +129,17 @@ def register_cluster(data: dict, actor=None, request=None, *, test: bool = True)
         if test:
             test_connection(cluster)
         cluster.status = Cluster.Status.ONLINE
-        cluster.save()
-    else:
-        nodes = data.get("nodes") or []
-        if not isinstance(nodes, list) or not all(isinstance(n, dict) and n.get("name") for n in nodes):
-            raise RegistrationError("nodes must be a list of {name, labels, capacity}", "nodes", "nodes_invalid")
-        names = [str(n["name"]) for n in nodes]
-        if len(set(names)) != len(names):
-            raise RegistrationError("node names must be unique", "nodes", "nodes_invalid")
+        with transaction.atomic():
+            cluster.save()
+            _record_created(cluster, actor, request)
+        return cluster
+    nodes = data.get("nodes") or []
+    if not isinstance(nodes, list) or not all(isinstance(n, dict) and n.get("name") for n in nodes):
+        raise RegistrationError("nodes must be a list of {name, labels, capacity}", "nodes", "nodes_invalid")
+    names = [str(n["name"]) for n in nodes]
+    if len(set(names)) != len(names):
+        raise RegistrationError("node names must be unique", "nodes", "nodes_invalid")
+    with transaction.atomic():
         cluster = Cluster.objects.create(
             name=clean["name"],
             runtime=Cluster.Runtime.LOCAL,
@@ -146,6 +151,11 @@ def register_cluster(data: dict, actor=None, request=None, *, test: bool = True)
             upsert_local_nodes(cluster, nodes)
         except (ValueError, TypeError) as exc:
             raise RegistrationError(f"invalid node capacity: {exc}", "nodes", "nodes_invalid") from None
+        _record_created(cluster, actor, request)
+    return cluster
+
+
+def _record_created(cluster: Cluster, actor, request) -> None:
     record(
         actor,
         "cluster.create",
@@ -155,7 +165,6 @@ def register_cluster(data: dict, actor=None, request=None, *, test: bool = True)
         runtime=str(cluster.runtime),
         namespace=cluster.namespace,
     )
-    return cluster
 
 
 def set_cordon(node: Node, unschedulable: bool, actor=None, request=None) -> Node:

@@ -16,7 +16,6 @@ from django.utils import translation
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -30,6 +29,8 @@ from jobs.spec.layout import task_layout
 from jobs.spec.messages import Problem
 from jobs.spec.rlinf import plan as rlinf_plan
 from rlark_console import jsontext
+from rlark_console.pagination import PARAMETERS as PAGINATION_PARAMETERS
+from rlark_console.pagination import ConsolePagination
 
 PARSERS = [*RAW_PARSERS, MultiPartParser, FormParser]
 
@@ -220,8 +221,9 @@ def _controller_call(fn, job: Job, request):
 
 
 class JobListView(APIView):
-    """``GET /api/v1/jobs/``: visible jobs (admins: all), newest first, paginated (``limit``/``offset``), filters
-    ``phase`` (comma list), ``owner`` (username), ``search`` (name or display name).
+    """``GET /api/v1/jobs/``: visible jobs (admins: all), newest first, paginated (``limit`` or ``page_size``,
+    ``offset``: rlark_console/pagination.py), filters ``phase`` (comma list), ``owner`` (username), ``search``
+    (name or display name).
     ``POST``: create a job -> 201 detail; 400 ``{valid, errors, warnings, yaml, workers}``; 409 existing name."""
 
     parser_classes = PARSERS
@@ -231,6 +233,7 @@ class JobListView(APIView):
             OpenApiParameter("phase", str, description="Pending,Running,Succeeded,Failed,Stopped (comma list)"),
             OpenApiParameter("owner", str, description="owner username"),
             OpenApiParameter("search", str, description="substring of the name or display name"),
+            *PAGINATION_PARAMETERS,
         ],
         responses=JobSummarySerializer(many=True),
     )
@@ -245,7 +248,7 @@ class JobListView(APIView):
         search = request.query_params.get("search")
         if search:
             qs = qs.filter(Q(name__icontains=search) | Q(display_name__icontains=search))
-        paginator = LimitOffsetPagination()
+        paginator = ConsolePagination()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response([job_summary(j) for j in page])
 

@@ -39,41 +39,9 @@ def runtime_seconds(job, now: datetime | None = None) -> int | None:
 def record_pod_metrics(job, metrics: dict[str, dict[str, float]] | None, now: datetime | None = None) -> int:
     """Store one reading per Pod of ``job`` from ``Runtime.pod_metrics()`` output
     (``{pod: {"cpu": cores, "memory": bytes}}``; missing keys stored as None). Pods not belonging to ``job`` are
-    ignored. Trims each Pod's ring to ``RING_SIZE``. Returns the number of samples written."""
-    from django.utils import timezone
-
-    from jobs.models import Pod
-    from jobs.models_metrics import MetricSample
-
-    if not metrics:
-        return 0
-    now = now or timezone.now()
-    names = set(Pod.objects.filter(task__job=job).values_list("name", flat=True))
-    rows = []
-    for pod, values in metrics.items():
-        if pod not in names or not isinstance(values, dict):
-            continue
-        cpu = values.get("cpu")
-        mem = values.get("memory")
-        rows.append(
-            MetricSample(
-                job=job,
-                pod_name=pod,
-                taken_at=now,
-                cpu=float(cpu) if cpu is not None else None,
-                memory=int(mem) if mem is not None else None,
-            )
-        )
-    MetricSample.objects.bulk_create(rows)
-    for row in rows:
-        old = list(
-            MetricSample.objects.filter(job=job, pod_name=row.pod_name)
-            .order_by("-taken_at", "-pk")
-            .values_list("pk", flat=True)[RING_SIZE:]
-        )
-        if old:
-            MetricSample.objects.filter(pk__in=old).delete()
-    return len(rows)
+    ignored. Trims each Pod's ring to ``RING_SIZE``. Returns the number of samples written. Same statements as
+    the sync's :func:`record_sync_samples` (issue 18: no SELECT per Pod)."""
+    return record_sync_samples([job.pk], metrics or {}, now)
 
 
 def sample_job(job, now: datetime | None = None) -> bool:
@@ -140,8 +108,8 @@ def jobs_due(jobs) -> list[int]:
 
 def record_sync_samples(job_ids, metrics: dict[str, dict[str, float]], now: datetime | None = None) -> int:
     """Store one reading per Pod of the jobs ``job_ids`` from the merged per-cluster ``pod_metrics_all`` answers
-    (``{pod name: {"cpu": cores, "memory": bytes}}``): one query for the Pod names, one bulk insert, one query
-    that trims every ring to ``RING_SIZE``, whatever the number of jobs. Returns the number of samples written."""
+    (``{pod name: {"cpu": cores, "memory": bytes}}``): one query for the Pod names, one bulk insert, one DELETE
+    that trims every ring to ``RING_SIZE``, whatever the number of jobs and Pods. Returns the samples written."""
     from django.db.models import F, Window
     from django.db.models.functions import RowNumber
     from django.utils import timezone
@@ -179,11 +147,10 @@ def record_sync_samples(job_ids, metrics: dict[str, dict[str, float]], now: date
             )
         )
         .filter(rank__gt=RING_SIZE)
-        .values_list("pk", flat=True)
+        .values("pk")
     )
-    old = list(ranked)
-    if old:
-        MetricSample.objects.filter(pk__in=old).delete()
+    # one DELETE ... WHERE id IN (ranked subquery) per cycle (issue 18), not a SELECT of the old ids first
+    MetricSample.objects.filter(pk__in=ranked).delete()
     return len(rows)
 
 

@@ -1,5 +1,5 @@
-"""Run the whole embedded console: ASGI server (daphne), Celery worker, Celery beat and the
-local-runtime supervisor, each as its own process group. Children that exit unexpectedly are
+"""Run the whole embedded console: ASGI web tier (``serve_web``: daphne workers sized by cores), Celery
+worker, Celery beat and the local-runtime supervisor, each as its own process group. Children that exit unexpectedly are
 restarted; Ctrl+C / SIGTERM stops the web server, Celery worker and beat (by process group, never by
 name).
 
@@ -35,16 +35,8 @@ class Command(BaseCommand):
         bin_dir = Path(sys.executable).parent
         manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
         specs: dict[str, list[str]] = {
-            "web": [
-                str(bin_dir / "daphne"),
-                "-b",
-                host,
-                "-p",
-                str(port),
-                # no --proxy-headers: forwarded headers are believed only from RLARK_TRUSTED_PROXIES
-                # (accounts/clientaddr.py), never rewritten into the peer address by daphne
-                "rlark_console.asgi:application",
-            ],
+            # several daphne processes on one socket, 2 per core (RLARK_WEB_WORKERS): rlark_console/webserver.py
+            "web": [*manage, "serve_web", "--host", host, "--port", str(port)],
             "worker": [
                 str(bin_dir / "celery"),
                 "-A",

@@ -1,0 +1,26 @@
+"""``manage.py serve_web``: the web tier alone (rlark_console/webserver.py): ``--workers`` daphne processes on one
+socket, 2 per core by default (``RLARK_WEB_WORKERS``). ``runconsole`` and docker-compose's ``web`` run it."""
+
+from __future__ import annotations
+
+import os
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from rlark_console.webserver import WebTier, default_workers
+
+
+class Command(BaseCommand):
+    help = "Serve HTTP and websockets with several daphne worker processes on one port (sized by cores)."
+
+    def add_arguments(self, parser):  # noqa: D102
+        parser.add_argument("--host", default=os.environ.get("RLARK_HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=int(os.environ.get("RLARK_PORT", "8000")))
+        parser.add_argument("--workers", type=int, default=None, help="default: RLARK_WEB_WORKERS or 2 per core")
+
+    def handle(self, *args, host: str, port: int, workers: int | None, **options):  # noqa: D102
+        count = workers if workers and workers > 0 else default_workers()
+        tier = WebTier(host, port, count, cwd=settings.BASE_DIR, log=lambda m: self.stdout.write(m))
+        self.stdout.flush()
+        tier.run()

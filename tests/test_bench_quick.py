@@ -1,0 +1,63 @@
+"""Every ``bench/`` script runs in its short mode (``--quick``) and prints its figures, so none can rot.
+
+Issue 18: ``bench/validate.py`` crashed as shipped (``ImproperlyConfigured``) and nothing noticed. Each script
+runs as a subprocess, the way a developer runs it, on a small fleet; the test checks it exits 0 and prints the
+ratio lines the README quotes. A PostgreSQL ``DATABASE_URL`` is pointed at a database of the bench's own, so
+the bench's throwaway ``test_`` database never collides with the suite's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tools.k8s.controlplane import missing_binaries
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# script -> (markers, lines its output must contain, timeout in seconds)
+SCRIPTS = {
+    "validate.py": ((), ["validate+render: median", "ratio:"], 120),
+    "lists.py": ((), ["worst ratio", "queries"], 180),
+    "web.py": ((pytest.mark.e2e,), ["ratio 8/1 connections", "p99"], 240),
+    "sync.py": ((), ["ratio sync/raw", "DB queries per cycle"], 180),
+    "logs_terminal.py": ((), ["ratio websocket / HTTP", "Terminal keystroke echo"], 180),
+    "local_e2e.py": ((pytest.mark.ray, pytest.mark.e2e), ["Ray ready", "stop -> no process left"], 300),
+    "k8s_scale.py": ((pytest.mark.k8s_real,), ["ratio console/kubectl", "ratio sync/raw"], 300),
+}
+
+
+def test_every_bench_script_is_covered():
+    assert sorted(p.name for p in (ROOT / "bench").glob("*.py") if p.name != "quick.py") == sorted(SCRIPTS)
+
+
+def bench_env() -> dict[str, str]:
+    env = {**os.environ, "RLARK_BENCH_QUICK": "1", "PYTHONUNBUFFERED": "1"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env.pop("DATABASE_URL", None)  # SQLite in memory: fast, and never the suite's own test database
+    return env
+
+
+@pytest.mark.parametrize("script", [pytest.param(name, marks=list(marks)) for name, (marks, _, _) in SCRIPTS.items()])
+def test_bench_script_runs_in_quick_mode(script):
+    _, expected, timeout = SCRIPTS[script]
+    if script == "k8s_scale.py" and missing_binaries():
+        if os.environ.get("RLARK_REQUIRE_REAL_K8S") == "1":
+            pytest.fail(f"RLARK_REQUIRE_REAL_K8S=1 but control plane binaries are missing: {missing_binaries()}")
+        pytest.skip(f"control plane binaries missing: {missing_binaries()} (make k8s-build)")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), "--quick"],
+        cwd=ROOT,
+        env=bench_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    for line in expected:
+        assert line in out, out[-4000:]
