@@ -51,6 +51,7 @@ import yaml  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
+from bench.quick import quick_defaults  # noqa: E402
 from tools.k8s.controlplane import ControlPlane, missing_binaries  # noqa: E402
 from tools.k8s.fleet import add_nodes, console_kubeconfig, gpu_fleet  # noqa: E402
 
@@ -103,9 +104,11 @@ class RawWatch(threading.Thread):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--quick", action="store_true", help="3 rounds (CI smoke run)")
+    quick_defaults(parser, rounds=3)
     args = parser.parse_args()
-    rounds = 3 if args.quick or os.environ.get("RLARK_BENCH_QUICK") == "1" else max(1, min(args.rounds, 200))
+    rounds = max(1, min(args.rounds, 200))
+    if connection.vendor != "postgresql":
+        sys.exit("bench/watch_latency.py needs a PostgreSQL DATABASE_URL (the watcher writes from its own threads)")
     logging.disable(logging.WARNING)
     if missing := missing_binaries():
         sys.exit(f"control plane binaries missing: {', '.join(missing)} (run `make k8s-build`)")

@@ -28,31 +28,38 @@ SCRIPTS = {
     "logs_terminal.py": ((), ["ratio websocket / HTTP", "Terminal keystroke echo"], 180),
     "local_e2e.py": ((pytest.mark.ray, pytest.mark.e2e), ["Ray ready", "stop -> no process left"], 300),
     "k8s_scale.py": ((pytest.mark.k8s_real,), ["ratio console/kubectl", "ratio sync/raw"], 300),
+    "watch_latency.py": ((pytest.mark.k8s_real,), ["the console's own latency", "ratio console / raw watch"], 240),
 }
+# scripts whose threads write while they read: PostgreSQL only (a database of their own on the same server)
+NEEDS_POSTGRES = {"watch_latency.py"}
 
 
 def test_every_bench_script_is_covered():
     assert sorted(p.name for p in (ROOT / "bench").glob("*.py") if p.name != "quick.py") == sorted(SCRIPTS)
 
 
-def bench_env() -> dict[str, str]:
+def bench_env(script: str) -> dict[str, str]:
     env = {**os.environ, "RLARK_BENCH_QUICK": "1", "PYTHONUNBUFFERED": "1"}
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    env.pop("DATABASE_URL", None)  # SQLite in memory: fast, and never the suite's own test database
+    url = env.pop("DATABASE_URL", "")  # SQLite in memory: fast, and never the suite's own test database
+    if script in NEEDS_POSTGRES:
+        if not url.startswith("postgres"):
+            pytest.skip(f"{script} needs PostgreSQL (DATABASE_URL), as in CI")
+        env["DATABASE_URL"] = url.rsplit("/", 1)[0] + "/bench_" + script.removesuffix(".py")
     return env
 
 
 @pytest.mark.parametrize("script", [pytest.param(name, marks=list(marks)) for name, (marks, _, _) in SCRIPTS.items()])
 def test_bench_script_runs_in_quick_mode(script):
     _, expected, timeout = SCRIPTS[script]
-    if script == "k8s_scale.py" and missing_binaries():
+    if script in ("k8s_scale.py", "watch_latency.py") and missing_binaries():
         if os.environ.get("RLARK_REQUIRE_REAL_K8S") == "1":
             pytest.fail(f"RLARK_REQUIRE_REAL_K8S=1 but control plane binaries are missing: {missing_binaries()}")
         pytest.skip(f"control plane binaries missing: {missing_binaries()} (make k8s-build)")
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / script), "--quick"],
         cwd=ROOT,
-        env=bench_env(),
+        env=bench_env(script),
         capture_output=True,
         text=True,
         timeout=timeout,
