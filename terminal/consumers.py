@@ -163,6 +163,8 @@ class LogsConsumer(_JobSocket):
             self._set_live(bool(msg.get("live")))
         elif kind == "live":
             self._set_live(bool(msg.get("on")))
+        elif kind == "older":
+            await self._older(msg)
         elif kind == "refresh":
             await self._refresh_targets()
             await self._poll()
@@ -216,6 +218,26 @@ class LogsConsumer(_JobSocket):
                     await self.send_json({"type": "state", "pod": target.pod, "state": state, "message": message})
             await self.send_json({"type": "tick", "at": stamp, "live": bool(self.live_task), "readMs": read_ms})
 
+    async def _older(self, msg: dict) -> None:
+        """``{"type":"older","pod":p,"before":n}`` -> ``{"type":"older","pod","id","first","lines"}``:
+        the lines before line ``n`` of the Pod's instance (issue 14.5 "load older")."""
+        pod, before = msg.get("pod"), msg.get("before")
+        target = next((t for t in self.targets if t.pod == pod), None)
+        if target is None or pod not in self.pods or not isinstance(before, int) or before <= 0:
+            return
+
+        def work():
+            batch = logs.read_before(runtime_for(target.cluster), target, before, self.previous)
+            return batch, batch.payload()
+
+        try:
+            batch, payload = await asyncio.to_thread(work)
+        except RuntimeError_:
+            return
+        await self.send_json(
+            {"type": "older", "pod": pod, "id": batch.identity, "first": batch.first, "lines": payload}
+        )
+
     async def _read_one(self, target: logs.LogTarget, initial: bool, stamp: str):
         if not target.exists and target.archive_path(self.previous) is None:
             return None, PodNotFound(target.pod)
@@ -254,6 +276,7 @@ class LogsConsumer(_JobSocket):
                     "lines": part,
                     "cursor": batch.cursor.as_dict(),
                     "more": batch.more,
+                    "rotated": batch.rotated and i == 0,
                 }
             )
 

@@ -460,3 +460,14 @@ class DemoConsole:
                 self.proc.wait(timeout=10)
         if getattr(self, "log", None):
             self.log.close()
+
+
+def demo_login(page, url: str, user: str = "alice") -> None:
+    """Log a Playwright ``page`` in to the DemoConsole at ``url`` as ``user`` (the demo password)."""
+    from terminal.demo import PASSWORD
+
+    page.goto(url + "/login/")
+    page.fill("input[name=username]", user)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_load_state("load")

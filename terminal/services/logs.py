@@ -174,6 +174,7 @@ class LogBatch:
     cursor: LogCursor
     reset: bool = False
     more: bool = False
+    rotated: bool = False  # issue 14.6: the file was replaced under the cursor; earlier lines are gone
     rendered: list[dict] | None = None  # payload() computed off the event loop
 
     def payload(self) -> list[dict]:
@@ -395,6 +396,51 @@ def read_tail(
     )
 
 
+OLDER_LINES = 5000  # issue 14.5: lines one "load older" request brings
+
+
+def read_before(
+    runtime: Runtime, target: LogTarget, before: int, previous: bool = False, count: int = OLDER_LINES
+) -> LogBatch:
+    """The ``count`` lines (at most :data:`OLDER_LINES`) just before line ``before`` of the container
+    instance (issue 14.5 "load older"): ``first`` is the line number of the first one, ``lines`` may be
+    empty when ``before`` is 0. Reads the log once in constant memory; the cursor is not advanced
+    (``cursor`` is a copy at ``before``'s line, never used to resume)."""
+    count = max(0, min(count, OLDER_LINES))
+    before = max(0, before)
+    start = max(0, before - count)
+    final = previous or target.phase in TERMINAL_PHASES
+    identity = target.identity_for(previous)
+    chunks, _, stamped = _chunks(runtime, target, previous)
+    raws: list[bytes] = []
+    seen = 0
+    gen = _blocks(chunks, 0, final)
+    try:
+        for block in gen:
+            assert block is not None
+            lines, _size = block
+            lo, hi = max(start - seen, 0), min(before - seen, len(lines))
+            if lo < hi:
+                raws += lines[lo:hi]
+            seen += len(lines)
+            if seen >= before:
+                break
+    finally:
+        gen.close()
+    return _decoded_batch(target.pod, identity, start, raws, stamped, LogCursor(identity, 0, start))
+
+
+def _decoded_batch(
+    pod: str, identity: str, first: int, raws: list[bytes], stamped: bool, cursor: LogCursor, **extra
+) -> LogBatch:
+    """A LogBatch of raw lines, decoded; ``received_at`` in ``extra`` stamps lines without a timestamp."""
+    received_at = extra.pop("received_at", None)
+    decoded = [_split(raw, stamped) for raw in raws]
+    return LogBatch(
+        pod, identity, first, [d[0] for d in decoded], [d[1] or received_at for d in decoded], cursor, **extra
+    )
+
+
 def read_since(
     runtime: Runtime,
     target: LogTarget,
@@ -420,8 +466,8 @@ def read_since(
     gen = _blocks(chunks, skip, final)
     try:
         for block in gen:
-            if block is None:
-                return read_tail(runtime, target, previous)
+            if block is None:  # shorter than the cursor: the log rotated (or was truncated)
+                return dataclasses.replace(read_tail(runtime, target, previous), rotated=True)
             lines, size = block
             room = max_lines - len(raws)
             if len(lines) > room:
@@ -436,15 +482,15 @@ def read_since(
             count += len(lines)
     finally:
         gen.close()
-    decoded = [_split(raw, stamped) for raw in raws]
-    return LogBatch(
+    return _decoded_batch(
         target.pod,
         identity,
         cursor.line,
-        [d[0] for d in decoded],
-        [d[1] or received_at for d in decoded],
+        raws,
+        stamped,
         LogCursor(identity, offset, count),
         more=more,
+        received_at=received_at,
     )
 
 

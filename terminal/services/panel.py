@@ -23,6 +23,7 @@ def log_strings() -> dict[str, str]:
         "lines": _("%(n)s lines"),
         "heldLines": _("View paused: %(n)s new lines waiting"),
         "throttled": _("Output is faster than the refresh cap; more lines follow on the next refresh."),
+        "rotated": _("log rotated; earlier lines of this instance are no longer available"),
         "restarted": _("container instance changed (restart %(n)s)"),
         "updated": _("Updated %(t)s"),
         "reconnecting": _("Connection lost, reconnecting..."),
@@ -36,6 +37,10 @@ def log_strings() -> dict[str, str]:
         "allWorkers": _("All Workers (merged)"),
         "restarts": _("restarts: %(n)s"),
         "gone": _("gone"),
+        "pauseLive": _("Live: new lines appear as they are written. Click to pause."),
+        "resumeLive": _("Paused: click to stream new lines again."),
+        "loadOlder": _("Load older lines (%(n)s earlier lines in this instance)"),
+        "scrollPaused": _("Auto-scroll paused while you read older lines"),
     }
 
 
