@@ -59,7 +59,8 @@
     bind() {
       const e = this.el;
       e.role.addEventListener("change", () => { this.fillPods(); this.resubscribe(); });
-      e.pod.addEventListener("change", () => this.resubscribe());
+      e.pod.addEventListener("change", () => { this.fillContainers(); this.resubscribe(); });
+      e.container.addEventListener("change", () => this.resubscribe());
       e.previous.addEventListener("change", () => this.resubscribe());
       e.live.addEventListener("click", () => this.setLive(!this.live));
       e.pause.addEventListener("click", () => this.setFrozen(!this.frozen));
@@ -103,6 +104,17 @@
       this.updateDownload();
     }
 
+    // issue 14.6b: the containers of the selected Worker (main, sidecars, init, ephemeral) when it has more than main
+    fillContainers() {
+      const sel = this.el.container, cur = sel.value || "main";
+      const t = this.targets.find((x) => x.pod === this.el.pod.value);
+      const list = (t && t.containers) || [];
+      sel.parentElement.hidden = list.length <= 1;
+      const opts = list.map((c) => new Option(c.name + (c.kind !== "main" ? " (" + (this.s["kind." + c.kind] || c.kind) + ")" : ""), c.name));
+      sel.replaceChildren(...(opts.length ? opts : [new Option("main", "main")]));
+      sel.value = list.some((c) => c.name === cur) ? cur : "main";
+    }
+
     updateDownload() {
       const a = this.el.download, pod = this.el.pod.value;
       if (!pod) {
@@ -110,6 +122,7 @@
       }
       const q = new URLSearchParams({ pod });
       if (this.el.previous.checked) q.set("previous", "1");
+      if (this.el.container.value && this.el.container.value !== "main") q.set("container", this.el.container.value);
       a.href = this.cfg.download + "?" + q.toString();
       a.removeAttribute("aria-disabled"); a.title = "";
     }
@@ -150,7 +163,8 @@
       const pods = this.selectedPods();
       const cursors = {};
       for (const p of pods) if (this.pods[p] && this.pods[p].cursor) cursors[p] = this.pods[p].cursor;
-      this.send({ type: "subscribe", pods, previous: this.el.previous.checked, live: this.live, cursors });
+      const container = pods.length === 1 ? this.el.container.value || "main" : "main";
+      this.send({ type: "subscribe", pods, previous: this.el.previous.checked, live: this.live, cursors, container });
     }
 
     resubscribe() {
@@ -212,7 +226,7 @@
         const key = JSON.stringify(msg.targets || []);
         if (key !== this.targetsKey) {
           const before = this.selectedPods().join(",");
-          this.targetsKey = key; this.targets = msg.targets || []; this.fillPods();
+          this.targetsKey = key; this.targets = msg.targets || []; this.fillPods(); this.fillContainers();
           // a Worker appeared or went away in the merged view: follow it (cursors keep the others resuming)
           if (!this.needSubscribe && this.selectedPods().join(",") !== before) this.subscribe();
         }

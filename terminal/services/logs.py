@@ -99,10 +99,22 @@ class LogTarget:
     restart_count: int
     exists: bool = True
     archive: str = ""  # the job's log archive directory (jobs.services.log_archive; "" = none)
+    containers: tuple = ()  # clusters.runtime.containers.ContainerInfo of the Pod (issue 14.6b); () = main only
+    container: str = "main"  # the container whose log this target reads
+
+    def with_container(self, name: object) -> LogTarget:
+        """This Pod's target for container ``name`` (one of :attr:`containers`); ``main`` for anything else."""
+        names = {c.name for c in self.containers}
+        if not isinstance(name, str) or name == self.container or name not in names:
+            return self
+        restarts = next(c.restart_count for c in self.containers if c.name == name)
+        return dataclasses.replace(
+            self, container=name, restart_count=restarts if name != "main" else self.restart_count
+        )
 
     def archive_path(self, previous: bool) -> Path | None:
-        """The archived full log of the current or previous instance, if one was kept."""
-        if not self.archive:
+        """The archived full log of the current or previous instance, if one was kept (``main`` only)."""
+        if not self.archive or self.container != "main":
             return None
         from jobs.services import log_archive
 
@@ -110,13 +122,18 @@ class LogTarget:
 
     @property
     def identity(self) -> str:
-        """Log identity of the current container instance: ``<uid or pod>:<restarts>``."""
-        return f"{self.uid or self.pod}:{self.restart_count}"
+        """Log identity of the current container instance: ``<uid or pod>:<restarts>`` (``<uid>/<container>:...``
+        for a container other than ``main``)."""
+        return f"{self._who()}:{self.restart_count}"
+
+    def _who(self) -> str:
+        who = self.uid or self.pod
+        return who if self.container == "main" else f"{who}/{self.container}"
 
     def identity_for(self, previous: bool) -> str:
         """Identity of the current (``previous=False``) or previous container instance."""
         if previous:
-            return f"{self.uid or self.pod}:{self.restart_count - 1}:previous"
+            return f"{self._who()}:{self.restart_count - 1}:previous"
         return self.identity
 
     @property
@@ -135,6 +152,7 @@ class LogTarget:
             "exists": self.exists,
             "hasPrevious": self.has_previous,
             "id": self.identity,
+            "containers": [c.as_dict() for c in self.containers],
         }
 
 
@@ -246,7 +264,8 @@ def resolve_targets(layout: Layout) -> tuple[list[LogTarget], list[str]]:
             task = by_task.get(p.task)
             if task is None:
                 continue
-            targets[p.name] = _target(layout.job, task, p.name, p.ordinal, p.phase, p.uid, p.container.restart_count)
+            target = _target(layout.job, task, p.name, p.ordinal, p.phase, p.uid, p.container.restart_count)
+            targets[p.name] = dataclasses.replace(target, containers=tuple(p.containers))
     for p in layout.pods:
         task = by_task.get(p.task)
         if task is None or p.name in targets:
@@ -262,6 +281,8 @@ def _chunks(runtime: Runtime, target: LogTarget, previous: bool, offset: int = 0
     """Byte chunks of the log, how many leading bytes the caller still has to skip, and whether
     lines carry a runtime timestamp prefix."""
     kwargs: dict = {"previous": previous}
+    if target.container != "main" and accepts(runtime.stream_log, "container"):
+        kwargs["container"] = target.container
     stamped = accepts(runtime.stream_log, "timestamps")
     if stamped:
         kwargs["timestamps"] = True

@@ -39,6 +39,10 @@ def log_strings() -> dict[str, str]:
         "gone": _("gone"),
         "pauseLive": _("Live: new lines appear as they are written. Click to pause."),
         "resumeLive": _("Paused: click to stream new lines again."),
+        "kind.sidecar": _("sidecar"),
+        "kind.init": _("init container"),
+        "kind.ephemeral": _("ephemeral"),
+        "kind.container": _("container"),
         "loadOlder": _("Load older lines (%(n)s earlier lines in this instance)"),
         "scrollPaused": _("Auto-scroll paused while you read older lines"),
     }
@@ -94,6 +98,11 @@ def terminal_strings() -> dict[str, str]:
         "resumed": _("Reconnected to the same shell; output from while you were away follows."),
         "newShell": _("The previous shell could not be kept (it ended or was away too long): this is a new shell."),
         "reconnecting": _("Connection lost; reconnecting to the same shell ..."),
+        "switching": _("Switching to container %(container)s ..."),
+        "kind.sidecar": _("sidecar"),
+        "kind.init": _("init container"),
+        "kind.ephemeral": _("ephemeral"),
+        "kind.container": _("container"),
     }
 
 
