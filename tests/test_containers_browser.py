@@ -8,10 +8,11 @@ import pytest
 from playwright.sync_api import expect
 
 from terminal.testing import DemoConsole, demo_login
+from tests.conftest import screenshot_dir
 from tests.test_terminal_browser import type_line, wait_screen
 
 pytestmark = [pytest.mark.browser]
-SHOTS = "/work/notes/shots/logs"
+SHOTS = screenshot_dir()
 
 
 @pytest.fixture(scope="module")

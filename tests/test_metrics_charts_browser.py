@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 from jobs.services import metrics as metrics_service
 from tests import test_diagnosis_browser
+from tests.conftest import screenshot_dir
 from tests.test_diagnosis_browser import login, set_lang
 
 seeded = test_diagnosis_browser.seeded  # the fixture
@@ -23,7 +24,7 @@ pytestmark = [
     pytest.mark.usefixtures("orm_beside_playwright"),
 ]
 
-SHOTS = Path("/work/notes/shots/logs")
+SHOTS = screenshot_dir()
 
 
 def chart_js(page, tag: str, expr: str):
@@ -43,7 +44,6 @@ def test_metrics_charts_axes_tooltip_zoom_smoothing_groups_and_attempts(page, li
     for step in range(1, 31):
         writer.add_scalar("train/actor/loss", 0.5 / step, step)
     writer.close()
-    SHOTS.mkdir(parents=True, exist_ok=True)
     login(page, live_server, client, admin_user)
     set_lang(page, live_server, "zh-hans")
     page.goto(f"{live_server.url}/jobs/demo/metrics/")

@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from jobs.services import tensorboard_server
 from tests import test_diagnosis_browser
+from tests.conftest import screenshot_dir
 from tests.test_diagnosis_browser import login, set_lang
 
 seeded = test_diagnosis_browser.seeded  # the fixture: job "demo" with TensorBoard event files
@@ -22,7 +23,7 @@ pytestmark = [
     pytest.mark.usefixtures("orm_beside_playwright"),
 ]
 
-SHOTS = "/work/notes/shots/logs"
+SHOTS = screenshot_dir()
 
 
 def test_open_in_tensorboard_owner_sees_it_other_user_does_not_idle_stops(
