@@ -30,6 +30,7 @@ static/vendor/.installed: package.json
 	cp node_modules/htmx.org/dist/htmx.min.js static/vendor/
 	cp node_modules/@xterm/xterm/lib/xterm.js node_modules/@xterm/xterm/css/xterm.css static/vendor/
 	cp node_modules/@xterm/addon-fit/lib/addon-fit.js static/vendor/
+	cp node_modules/echarts/dist/echarts.min.js static/vendor/
 	touch $@
 
 locale-compiled:

@@ -17,7 +17,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path
 from django.utils import timezone, translation
-from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -26,6 +25,7 @@ from jobs.services import diagnosis as diagnosis_service
 from jobs.services import metrics as metrics_service
 from jobs.services import pending as pending_service
 from jobs.services import runcheck as runcheck_service
+from jobs.services.metric_charts import metric_chart_context
 
 
 def _lang() -> str:
@@ -126,15 +126,9 @@ def metrics(request: HttpRequest, name: str) -> HttpResponse:
                 "age": format_duration(w.age_seconds),
                 "cpu": None if w.cpu is None else f"{w.cpu:.2f}",
                 "memory": metrics_service.format_bytes(w.memory),
-                "cpu_svg": mark_safe(  # noqa: S308 - numbers only, labels escaped in sparkline_svg
-                    metrics_service.sparkline_svg([v for _, v in w.cpu_series], 160, 36, f"{w.pod} CPU")
-                ),
-                "memory_svg": mark_safe(  # noqa: S308
-                    metrics_service.sparkline_svg([v for _, v in w.memory_series], 160, 36, f"{w.pod} memory")
-                ),
             }
         )
-    charts = [{"c": c, "svg": mark_safe(c.svg)} for c in data["tensorboard"]["charts"]]  # noqa: S308
+    charts = [{"c": c} for c in data["tensorboard"]["charts"]]
     reasons = {
         "unset": _("No TensorBoard directory is set for this job."),
         "not_local": _(
@@ -153,6 +147,7 @@ def metrics(request: HttpRequest, name: str) -> HttpResponse:
             "workers": workers,
             "charts": charts,
             "tb_reason": reasons.get(data["tensorboard"]["reason"], ""),
+            **metric_chart_context(job, data),
         }
     )
     return render(request, "jobs/metrics.html", context)

@@ -21,3 +21,8 @@ urlpatterns[:0] = wizard_views.urlpatterns
 from jobs import diagnosis_views  # noqa: E402
 
 urlpatterns[:0] = diagnosis_views.urlpatterns
+
+# Open in TensorBoard (issue 14.12b): registered before "<name>/<action>/".
+from jobs import tensorboard_views  # noqa: E402
+
+urlpatterns[:0] = tensorboard_views.urlpatterns

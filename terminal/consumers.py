@@ -106,6 +106,7 @@ class LogsConsumer(_JobSocket):
         self.previous = False
         self.cursors: dict[str, logs.LogCursor] = {}
         self.targets: list[logs.LogTarget] = []
+        self.container = "main"  # issue 14.6b: the container shown when one Worker is selected
         job = await self._authorize()
         if job is None:
             return
@@ -157,12 +158,16 @@ class LogsConsumer(_JobSocket):
             pods = msg.get("pods") or []
             self.pods = [p for p in pods if isinstance(p, str)][: self.max_pods]
             self.previous = bool(msg.get("previous"))
+            container = msg.get("container")
+            self.container = container[:253] if isinstance(container, str) and len(self.pods) == 1 else "main"
             raw = msg.get("cursors") if isinstance(msg.get("cursors"), dict) else {}
             self.cursors = {p: c for p in self.pods if (c := logs.LogCursor.from_dict(raw.get(p)))}
             await self._poll(initial=True)
             self._set_live(bool(msg.get("live")))
         elif kind == "live":
             self._set_live(bool(msg.get("on")))
+        elif kind == "older":
+            await self._older(msg)
         elif kind == "refresh":
             await self._refresh_targets()
             await self._poll()
@@ -197,7 +202,7 @@ class LogsConsumer(_JobSocket):
     async def _poll(self, initial: bool = False) -> None:
         async with self.lock:
             wanted = set(self.pods)
-            selected = [t for t in self.targets if t.pod in wanted]
+            selected = [t.with_container(self.container) for t in self.targets if t.pod in wanted]
             stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
             started = time.perf_counter()
             results = await asyncio.gather(*(self._read_one(t, initial, stamp) for t in selected))
@@ -215,6 +220,27 @@ class LogsConsumer(_JobSocket):
                     state, message = logs.empty_state(target, self.previous)
                     await self.send_json({"type": "state", "pod": target.pod, "state": state, "message": message})
             await self.send_json({"type": "tick", "at": stamp, "live": bool(self.live_task), "readMs": read_ms})
+
+    async def _older(self, msg: dict) -> None:
+        """``{"type":"older","pod":p,"before":n}`` -> ``{"type":"older","pod","id","first","lines"}``:
+        the lines before line ``n`` of the Pod's instance (issue 14.5 "load older")."""
+        pod, before = msg.get("pod"), msg.get("before")
+        target = next((t for t in self.targets if t.pod == pod), None)
+        if target is None or pod not in self.pods or not isinstance(before, int) or before <= 0:
+            return
+        target = target.with_container(self.container)
+
+        def work():
+            batch = logs.read_before(runtime_for(target.cluster), target, before, self.previous)
+            return batch, batch.payload()
+
+        try:
+            batch, payload = await asyncio.to_thread(work)
+        except RuntimeError_:
+            return
+        await self.send_json(
+            {"type": "older", "pod": pod, "id": batch.identity, "first": batch.first, "lines": payload}
+        )
 
     async def _read_one(self, target: logs.LogTarget, initial: bool, stamp: str):
         if not target.exists and target.archive_path(self.previous) is None:
@@ -254,6 +280,7 @@ class LogsConsumer(_JobSocket):
                     "lines": part,
                     "cursor": batch.cursor.as_dict(),
                     "more": batch.more,
+                    "rotated": batch.rotated and i == 0,
                 }
             )
 
@@ -322,6 +349,7 @@ class TerminalConsumer(_JobSocket):
         self.goodbye = False
         self.parked_output = bytearray()
         self.resume_token = ""
+        self.container, self.exec_kwargs = "main", {}
         self.pod_name = self.scope["url_route"]["kwargs"]["pod"]
         job = await self._authorize()
         if job is None:
@@ -336,23 +364,27 @@ class TerminalConsumer(_JobSocket):
         if target.phase != "Running":
             await self._finish(access.CLOSE_GONE, f"pod {self.pod_name} is {target.phase}; cannot open a terminal")
             return
-        wanted = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("resume", [""])[0]
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        self.container = query.get("container", ["main"])[0][:253] or "main"  # issue 14.6b
+        if self.container != "main" and self.container not in {c.name for c in target.containers}:
+            await self._finish(access.CLOSE_GONE, f"container {self.container} not found in pod {self.pod_name}")
+            return
+        self.exec_kwargs = {} if self.container == "main" else {"container": self.container}
+        wanted = query.get("resume", [""])[0]
         old = _parked.get(wanted) if wanted else None
         if (
             old is not None
             and old.user_id == self.user_id
-            and (old.job_name, old.pod_name)
-            == (
-                self.job_name,
-                self.pod_name,
-            )
+            and (old.job_name, old.pod_name, old.container) == (self.job_name, self.pod_name, self.container)
         ):
             await self._adopt(wanted, old)
             return
         self.target = target
         self.runtime = runtime_for(target.cluster)
         try:
-            self.stream = await asyncio.to_thread(self.runtime.exec, target.namespace, target.pod, None)
+            self.stream = await asyncio.to_thread(
+                self.runtime.exec, target.namespace, target.pod, None, **self.exec_kwargs
+            )
         except PodNotFound as exc:
             await self._finish(access.CLOSE_GONE, str(exc))
             return
@@ -369,8 +401,15 @@ class TerminalConsumer(_JobSocket):
         self.reader = threading.Thread(target=self._read_loop, name=f"term-read-{target.pod}", daemon=True)
         self.resume_token = secrets.token_urlsafe(18)
         await self.send_json({"type": "session", "id": self.resume_token, "resumed": False, "previous": bool(wanted)})
+        await self._send_containers(target)
         self.reader.start()
         self.tasks = [asyncio.create_task(self._pump()), asyncio.create_task(self._keepalive())]
+
+    async def _send_containers(self, target: logs.LogTarget) -> None:
+        """``{"type":"containers","containers":[{name,kind,state,restarts}],"current":name}`` for the page's picker."""
+        await self.send_json(
+            {"type": "containers", "containers": [c.as_dict() for c in target.containers], "current": self.container}
+        )
 
     # --- reconnect grace ----------------------------------------------------------------
     async def _adopt(self, token: str, old: TerminalConsumer) -> None:
@@ -386,6 +425,7 @@ class TerminalConsumer(_JobSocket):
         self.resume_token = token
         self.last_input = time.monotonic()
         await self.send_json({"type": "session", "id": token, "resumed": True, "previous": True})
+        await self._send_containers(self.target)
         for i in range(0, len(buffered), self.max_frame):
             await self.send(bytes_data=buffered[i : i + self.max_frame])
         self.tasks = [asyncio.create_task(self._pump()), asyncio.create_task(self._keepalive())]
@@ -619,7 +659,11 @@ class TerminalConsumer(_JobSocket):
         self.last_input = time.monotonic()
         try:
             stream = await asyncio.to_thread(
-                self.runtime.exec, self.target.namespace, self.target.pod, transfer.upload_command(path, size, mode)
+                self.runtime.exec,
+                self.target.namespace,
+                self.target.pod,
+                transfer.upload_command(path, size, mode),
+                **self.exec_kwargs,
             )
         except RuntimeError_ as exc:
             self.upload = _Upload(0, error=str(exc))
@@ -693,7 +737,11 @@ class TerminalConsumer(_JobSocket):
             return
         try:
             stream = await asyncio.to_thread(
-                self.runtime.exec, self.target.namespace, self.target.pod, transfer.download_command(path)
+                self.runtime.exec,
+                self.target.namespace,
+                self.target.pod,
+                transfer.download_command(path),
+                **self.exec_kwargs,
             )
         except RuntimeError_ as exc:
             await self._transfer_done(False, str(exc))

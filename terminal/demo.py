@@ -87,6 +87,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     runtime.append_log(NS, "demo-actor-1", history)
     runtime.append_log(NS, "demo-rollout-0", "[rlark] worker joined the Ray cluster\n")
+    # issue 14.6b: demo-actor-1 also runs a native sidecar (the domain network agent) and had an init container
+    runtime.add_container(NS, "demo-actor-1", "net-agent", "sidecar")
+    runtime.add_container(NS, "demo-actor-1", "prepare", "init")
+    runtime.append_container_log(NS, "demo-actor-1", "net-agent", "[net-agent] domain network up (10.77.0.2/24)\n")
+    runtime.append_container_log(NS, "demo-actor-1", "prepare", "[prepare] workspace ready\n")
     (runtime.workdir(NS, "demo-actor-1") / "train.log").write_text("checkpoint saved to /ckpt/step-100\n")
     stop = threading.Event()
     threading.Thread(target=_writer, args=(runtime, stop, args.interval), daemon=True).start()

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from clusters.runtime.base import ContainerState, NodeInfo, PodInfo, PodNotFound, Runtime, RuntimeError_, TaskManifest
+from clusters.runtime.containers import ContainerInfo
 
 
 class PtyExec:
@@ -166,6 +167,7 @@ class DirPod:
     phase: str = "Running"
     restart_count: int = 0
     created_at: datetime = dataclasses.field(default_factory=lambda: datetime.now(UTC))
+    containers: dict[str, str] = dataclasses.field(default_factory=lambda: {"main": "main"})  # name -> kind
 
 
 class DirRuntime(Runtime):
@@ -215,6 +217,17 @@ class DirRuntime(Runtime):
         p = self._pod(namespace, pod)
         with self._lock, open(self._log_path(p, p.restart_count), "ab") as fh:
             fh.write(data.encode() if isinstance(data, str) else data)
+
+    def add_container(self, namespace: str, pod: str, name: str, kind: str = "sidecar") -> None:
+        """Give ``pod`` another container (issue 14.6b): its own log file ``<name>.log`` and working directory."""
+        p = self._pod(namespace, pod)
+        p.containers[name] = kind
+        (self.pod_dir(namespace, pod) / f"{name}.log").touch()
+        (self.workdir(namespace, pod) / name).mkdir(parents=True, exist_ok=True)
+
+    def append_container_log(self, namespace: str, pod: str, container: str, data: str) -> None:
+        with self._lock, open(self.pod_dir(namespace, pod) / f"{container}.log", "ab") as fh:
+            fh.write(data.encode())
 
     def restart_container(self, namespace: str, pod: str) -> None:
         """The ``main`` container restarts: a new, empty log; the old one becomes "previous"."""
@@ -269,6 +282,7 @@ class DirRuntime(Runtime):
                         state=state, restart_count=pod.restart_count, ready=pod.phase == "Running"
                     ),
                     created_at=pod.created_at,
+                    containers=tuple(ContainerInfo(n, k, state) for n, k in pod.containers.items()),
                 )
             )
         return out
@@ -281,8 +295,12 @@ class DirRuntime(Runtime):
         lines = text.splitlines(keepends=True)
         return "".join(lines[-tail_lines:]) if tail_lines else ""
 
-    def stream_log(self, namespace: str, pod: str, previous: bool = False) -> Iterator[bytes]:
+    def stream_log(self, namespace: str, pod: str, previous: bool = False, container: str = "main") -> Iterator[bytes]:
         p = self._pod(namespace, pod)
+        if container != "main":
+            if container not in p.containers or previous:
+                raise RuntimeError_(f'container "{container}" of pod {pod} has no such log', "not_found")
+            return self._iter_file(open(self.pod_dir(namespace, pod) / f"{container}.log", "rb"))  # noqa: SIM115
         if previous and p.restart_count < 1:
             raise RuntimeError_(f"{pod} has no previous container instance", "not_found")
         path = self._log_path(p, p.restart_count - 1 if previous else p.restart_count)
@@ -298,8 +316,10 @@ class DirRuntime(Runtime):
             while chunk := fh.read(65536):
                 yield chunk
 
-    def exec(self, namespace: str, pod: str, command: list[str] | None = None) -> PtyExec:
+    def exec(self, namespace: str, pod: str, command: list[str] | None = None, container: str = "main") -> PtyExec:
         p = self._pod(namespace, pod)
+        if container not in p.containers:
+            raise RuntimeError_(f'container "{container}" not found in pod {pod}', "not_found")
         if p.phase != "Running":
             raise RuntimeError_(f"pod {pod} is {p.phase}; cannot open a terminal", "invalid")
         if not command:
@@ -313,10 +333,12 @@ class DirRuntime(Runtime):
             "LANG": "C.UTF-8",
             "TERM": "xterm-256color",
             "HOSTNAME": pod,
-            "PS1": f"{pod}:\\w$ ",
+            "PS1": f"{pod}:\\w$ " if container == "main" else f"{pod}/{container}:\\w$ ",
+            "RLARK_CONTAINER": container,
             **p.env,
         }
-        stream = PtyExec(command, str(self.workdir(namespace, pod)), env)
+        cwd = self.workdir(namespace, pod) / ("" if container == "main" else container)
+        stream = PtyExec(command, str(cwd), env)
         self.execs.append(stream)
         return stream
 
@@ -460,3 +482,14 @@ class DemoConsole:
                 self.proc.wait(timeout=10)
         if getattr(self, "log", None):
             self.log.close()
+
+
+def demo_login(page, url: str, user: str = "alice") -> None:
+    """Log a Playwright ``page`` in to the DemoConsole at ``url`` as ``user`` (the demo password)."""
+    from terminal.demo import PASSWORD
+
+    page.goto(url + "/login/")
+    page.fill("input[name=username]", user)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_load_state("load")

@@ -19,6 +19,13 @@ ARTIFACTS = ROOT / "test-artifacts"
 E2E_ADMIN_PASSWORD = "e2e-admin-pass-1"
 
 
+def screenshot_dir() -> Path:
+    """Where browser tests put their zh/en screenshots: ``RLARK_SHOTS_DIR`` or ``test-artifacts/`` (created)."""
+    path = Path(os.environ.get("RLARK_SHOTS_DIR") or ARTIFACTS)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """Run browser tests last. Playwright's sync API keeps an asyncio loop running in the main thread

@@ -208,3 +208,35 @@ def test_logs_panel_tag_embeds_the_tab_in_another_page(rf, runtime, job, alice):
     assert config["download"] == "/terminal/jobs/demo/logs/download/"
     for pod in ("demo-actor-0", "demo-actor-1", "demo-rollout-0"):
         assert f'value="{pod}"' in html
+
+
+def test_read_before_brings_the_lines_just_above_the_tail(runtime, job):
+    """Issue 14.5 "load older": the 5000 lines before the first line the page holds, in order."""
+    runtime.append_log(NS, "demo-actor-0", "".join(f"line {i}\n" for i in range(12_000)))
+    t = _targets(job)["demo-actor-0"]
+    tail = logs.read_tail(runtime, t)
+    assert tail.first == 11_000
+    older = logs.read_before(runtime, t, tail.first)
+    assert older.first == 6000 and len(older.lines) == logs.OLDER_LINES
+    assert older.lines[0] == "line 6000" and older.lines[-1] == "line 10999"
+    oldest = logs.read_before(runtime, t, 3)
+    assert oldest.first == 0 and oldest.lines == ["line 0", "line 1", "line 2"]
+    assert logs.read_before(runtime, t, 0).lines == []
+    assert logs.read_before(runtime, t, 10, count=10**9).lines == [f"line {i}" for i in range(10)]  # capped
+
+
+def test_rotated_log_is_marked_not_glued(runtime, job):
+    """Issue 14.6: a log file replaced by a shorter one under a live stream is reported as rotated."""
+    t = _targets(job)["demo-actor-0"]
+    runtime.append_log(NS, "demo-actor-0", "".join(f"old {i}\n" for i in range(50)))
+    cursor = logs.read_tail(runtime, t).cursor
+    assert not logs.read_since(runtime, t, cursor).rotated
+    (runtime.pod_dir(NS, "demo-actor-0") / "log.0").write_bytes(b"fresh 0\nfresh 1\n")
+    batch = logs.read_since(runtime, t, cursor)
+    assert batch.rotated and batch.reset and batch.lines == ["fresh 0", "fresh 1"] and batch.first == 0
+
+
+def test_strip_text_removes_escape_codes_keeps_lines():
+    raw = "\x1b[1;32mRay cluster is ready\x1b[0m (3/3)\n10%\r50%\r100% done\n\tindented\n"
+    assert ansi.strip_text(raw) == "Ray cluster is ready (3/3)\n100% done\n\tindented\n"
+    assert ansi.strip_text("plain\n") == "plain\n"

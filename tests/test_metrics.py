@@ -146,10 +146,14 @@ def test_tensorboard_scalars_from_real_event_files(job, monkeypatch, client, adm
     assert got.keys() == expected.keys()
     assert all(abs(got[s] - v) < 1e-6 for s, v in expected.items())
     client.force_login(admin_user)
-    page = client.get(f"/jobs/{job.name}/metrics/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
-    assert page.count('data-testid="tb-chart"') == 2
-    assert '<svg class="sparkline"' in page and "<title>train/actor/loss</title>" in page
-    assert 'data-testid="tb-last">1</b>' in page  # env/success_once at step 30
+    resp = client.get(f"/jobs/{job.name}/metrics/", HTTP_ACCEPT_LANGUAGE="en")
+    page = resp.content.decode()
+    assert 'id="metrics-charts"' in page and "/static/vendor/echarts.min.js" in page  # drawn by static/js/metrics.js
+    groups = resp.context["chart_data"]["scalars"]  # grouped as TensorBoard groups tags (issue 14.12)
+    assert [g["name"] for g in groups] == ["env", "train"]
+    success = groups[0]["charts"][0]
+    assert success["tag"] == "env/success_once" and success["series"][0]["run"] == "2026-01-01-run"
+    assert success["series"][0]["points"][-1][:2] == [30, 1.0]  # [step, value, wall ms]
     api = client.get(f"/api/v1/jobs/{job.name}/metrics/").json()
     assert api["tensorboard"]["dir"] == "/data/tb" and api["tensorboard"]["readable"]
     assert api["tensorboard"]["scalars"]["env/success_once"][-1] == [30, 1.0]

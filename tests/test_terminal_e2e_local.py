@@ -95,7 +95,7 @@ def test_logs_tab_on_a_running_local_job(running_job, page):
     page.fill('[data-testid="logs-filter"]', "Global Step")  # only matching lines, newest at the bottom
     expect(view.locator(".ll").last).to_contain_text("Global Step")
     last = max(int(n) for n in re.findall(r"Global Step:? (\d+)", view.inner_text()))
-    page.click('[data-testid="logs-live"]')
+    expect(page.locator('[data-testid="logs-live"]')).to_have_attribute("aria-pressed", "true")  # live on open
     t0 = time.monotonic()
     page.wait_for_function(
         """(last) => { const t = document.querySelector('[data-testid=logs-view]').innerText;

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, Protocol
 
+from clusters.runtime.containers import MAIN_ONLY, ContainerInfo
+
 
 class RuntimeError_(Exception):
     """A runtime call failed (cluster unreachable, API error, bad manifest).
@@ -122,6 +124,8 @@ class PodInfo:
     reason: str = ""
     revision: str = ""
     job: str = ""  # label ``rlinf.io/job`` when the runtime reports it
+    # every container of the Pod, ``main`` first (clusters.runtime.containers; the local runtime: ``main`` only)
+    containers: tuple[ContainerInfo, ...] = MAIN_ONLY
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,11 +256,14 @@ class Runtime(abc.ABC):
 
     @abc.abstractmethod
     def stream_log(self, namespace: str, pod: str, previous: bool = False) -> Iterator[bytes]:
-        """The whole ``main`` container log as byte chunks (constant memory), for downloads."""
+        """The whole ``main`` container log as byte chunks (constant memory), for downloads.
+
+        A runtime whose Pods have more containers (``PodInfo.containers``) also accepts ``container=<name>``."""
 
     @abc.abstractmethod
     def exec(self, namespace: str, pod: str, command: list[str] | None = None) -> ExecStream:
-        """Open an interactive shell (bash, else sh) in the Pod's ``main`` container."""
+        """Open an interactive shell (bash, else sh) in the Pod's ``main`` container (or ``container=<name>`` where
+        the runtime accepts it, as for :meth:`stream_log`)."""
 
     def warning_events(self, namespace: str, kind: str, names: list[str]) -> dict[str, list[PodEvent]]:
         """Warning events about the ``kind`` objects (``StatefulSet``, ``PersistentVolumeClaim``) named ``names``:

@@ -4,6 +4,8 @@
 - ``tail``: number of last lines, default 1000 (seed 02: the Logs tab reads the last 1000 lines),
   ``all`` or 0 for everything up to 100000 lines.
 - ``previous``: ``true`` for the previous container instance (where there is one).
+- ``ansi``: ``raw`` (default: the bytes the program wrote, colour codes included) or ``strip``
+  (text without ANSI escape sequences; what the Logs tab's plain-text links use, issue 14.6).
 
 Answers ``text/plain; charset=utf-8``; 404 for a job the user may not see (``accounts.policy``),
 for a Pod that is not one of the job's Workers, or for a log that does not exist (any more);
@@ -22,6 +24,7 @@ from accounts import policy
 from clusters.runtime.base import PodNotFound, RuntimeError_
 from jobs.models import Pod
 from jobs.services.status import DEFAULT_TAIL, MAX_TAIL, read_worker_log, worker_rows
+from terminal.services import ansi
 
 
 def _text(body: str, status: int = 200) -> HttpResponse:
@@ -36,6 +39,7 @@ class JobLogsView(APIView):
             OpenApiParameter("pod", str, description="Worker (Pod) name; default: the header's Pod"),
             OpenApiParameter("tail", str, description="last N lines (default 1000; 'all' or 0 = up to 100000)"),
             OpenApiParameter("previous", bool, description="the previous container instance"),
+            OpenApiParameter("ansi", str, enum=["raw", "strip"], description="strip: without ANSI escape codes"),
         ],
         responses={(200, "text/plain"): OpenApiTypes.STR},
     )
@@ -54,13 +58,17 @@ class JobLogsView(APIView):
             tail = min(tail, MAX_TAIL)
         previous = request.query_params.get("previous", "false").lower() in ("1", "true", "yes")
         pod = request.query_params.get("pod", "")
+        mode = request.query_params.get("ansi", "raw")
+        if mode not in ("raw", "strip"):
+            return _text("ansi must be 'raw' or 'strip'\n", 400)
         if not pod:
             head = next((w for w in worker_rows(job) if w["head"]), None)
             if head is None:
                 return _text("this job has no Workers yet\n", 404)
             pod = head["name"]
         try:
-            return _text(read_worker_log(job, pod, tail=tail, previous=previous))
+            text = read_worker_log(job, pod, tail=tail, previous=previous)
+            return _text(ansi.strip_text(text) if mode == "strip" else text)
         except Pod.DoesNotExist:
             return _text(f"worker {pod} is not part of job {job.name}\n", 404)
         except PodNotFound as exc:

@@ -12,10 +12,22 @@
 
   const ROW = 18;            // px, must match .log-view .ll height
   const OVERSCAN = 30;
-  const MAX_LINES = 200000;  // memory cap of the page; the full log is always downloadable
+  const MAX_LINES = 200000;
+  const PAUSE_SVG = '<svg viewBox="0 0 10 10" width="10" height="10"><rect x="1.5" y="1" width="2.5" height="8"/><rect x="6" y="1" width="2.5" height="8"/></svg>';
+  const PLAY_SVG = '<svg viewBox="0 0 10 10" width="10" height="10"><path d="M2.5 1 9 5 2.5 9z"/></svg>';  // memory cap of the page; the full log is always downloadable
 
   function fmt(s, vars) {
     return String(s).replace(/%\((\w+)\)s/g, (_, k) => (vars && k in vars ? vars[k] : ""));
+  }
+  function pad(n, w) { return String(n).padStart(w || 2, "0"); }
+  // issue 14.6: a runtime timestamp (RFC 3339) in the browser's local time with its offset, or in UTC
+  function stamp(ts, zone) {
+    const d = new Date(ts);
+    if (isNaN(d)) return ts;
+    if (zone === "utc") return d.toISOString().replace("T", " ").replace("Z", " UTC");
+    const off = -d.getTimezoneOffset(), sign = off < 0 ? "-" : "+", a = Math.abs(off);
+    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" +
+      pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + "." + pad(d.getMilliseconds(), 3) + " " + sign + pad(a / 60 | 0) + ":" + pad(a % 60);
   }
   function csvField(v) { return '"' + String(v == null ? "" : v).replace(/"/g, '""') + '"'; }
 
@@ -31,7 +43,8 @@
       this.held = [];         // lines received while the view is frozen
       this.pods = {};         // pod -> {id, next, cursor, state, message}
       this.targets = [];
-      this.live = false;
+      this.live = true;       // issue 14.4: the tab streams when it opens
+      this.follow = true;     // auto-scroll; off while the user has scrolled up
       this.frozen = false;
       this.filter = "";
       this.retry = 0;
@@ -39,13 +52,15 @@
       this.throttled = false;
       this.lastTick = "";
       this.bind();
+      this.setLive(true, true);
       this.connect();
     }
 
     bind() {
       const e = this.el;
       e.role.addEventListener("change", () => { this.fillPods(); this.resubscribe(); });
-      e.pod.addEventListener("change", () => this.resubscribe());
+      e.pod.addEventListener("change", () => { this.fillContainers(); this.resubscribe(); });
+      e.container.addEventListener("change", () => this.resubscribe());
       e.previous.addEventListener("change", () => this.resubscribe());
       e.live.addEventListener("click", () => this.setLive(!this.live));
       e.pause.addEventListener("click", () => this.setFrozen(!this.frozen));
@@ -54,9 +69,12 @@
         clearTimeout(t);
         t = setTimeout(() => { this.filter = e.filter.value; this.refilter(); }, 120);
       });
-      e.timestamps.addEventListener("change", () => this.render(true));
+      e.timestamps.addEventListener("change", () => { e.tz.disabled = !e.timestamps.checked; this.render(true); });
+      e.tz.addEventListener("change", () => this.render(true));
       e.export.addEventListener("click", () => this.exportView());
-      e.view.addEventListener("scroll", () => this.render(false), { passive: true });
+      e.view.addEventListener("scroll", () => this.onScroll(), { passive: true });
+      e.latest.addEventListener("click", () => this.jumpToLatest());
+      e.older.addEventListener("click", () => this.loadOlder());
       window.addEventListener("resize", () => this.render(true));
     }
 
@@ -86,6 +104,17 @@
       this.updateDownload();
     }
 
+    // issue 14.6b: the containers of the selected Worker (main, sidecars, init, ephemeral) when it has more than main
+    fillContainers() {
+      const sel = this.el.container, cur = sel.value || "main";
+      const t = this.targets.find((x) => x.pod === this.el.pod.value);
+      const list = (t && t.containers) || [];
+      sel.parentElement.hidden = list.length <= 1;
+      const opts = list.map((c) => new Option(c.name + (c.kind !== "main" ? " (" + (this.s["kind." + c.kind] || c.kind) + ")" : ""), c.name));
+      sel.replaceChildren(...(opts.length ? opts : [new Option("main", "main")]));
+      sel.value = list.some((c) => c.name === cur) ? cur : "main";
+    }
+
     updateDownload() {
       const a = this.el.download, pod = this.el.pod.value;
       if (!pod) {
@@ -93,6 +122,7 @@
       }
       const q = new URLSearchParams({ pod });
       if (this.el.previous.checked) q.set("previous", "1");
+      if (this.el.container.value && this.el.container.value !== "main") q.set("container", this.el.container.value);
       a.href = this.cfg.download + "?" + q.toString();
       a.removeAttribute("aria-disabled"); a.title = "";
     }
@@ -133,7 +163,8 @@
       const pods = this.selectedPods();
       const cursors = {};
       for (const p of pods) if (this.pods[p] && this.pods[p].cursor) cursors[p] = this.pods[p].cursor;
-      this.send({ type: "subscribe", pods, previous: this.el.previous.checked, live: this.live, cursors });
+      const container = pods.length === 1 ? this.el.container.value || "main" : "main";
+      this.send({ type: "subscribe", pods, previous: this.el.previous.checked, live: this.live, cursors, container });
     }
 
     resubscribe() {
@@ -141,17 +172,44 @@
       this.el.previous.disabled = !(t && t.hasPrevious);
       if (this.el.previous.disabled) this.el.previous.checked = false;
       this.updateDownload();
-      this.lines = []; this.visible = []; this.held = []; this.pods = {};
+      this.lines = []; this.visible = []; this.held = []; this.pods = {}; this.olderPending = false;
       this.el.view.scrollTop = 0;
+      this.follow = true;
       this.render(true);
       this.subscribe();
     }
 
     setLive(on, quiet) {
       this.live = on;
-      this.el.live.setAttribute("aria-pressed", on ? "true" : "false");
-      this.el.live.textContent = on ? this.s.streaming : this.s.paused;
+      const b = this.el.live;
+      b.setAttribute("aria-pressed", on ? "true" : "false");
+      b.title = on ? this.s.pauseLive : this.s.resumeLive;
+      const icon = document.createElement("span");
+      icon.className = "live-icon"; icon.setAttribute("aria-hidden", "true");
+      icon.dataset.icon = on ? "pause" : "play"; // the action a click takes
+      icon.innerHTML = on ? PAUSE_SVG : PLAY_SVG; // constant markup, no user data
+      const label = document.createElement("span");
+      label.dataset.testid = "logs-live-label";
+      label.textContent = on ? this.s.streaming : this.s.paused;
+      b.replaceChildren(icon, label);
       if (!quiet) this.send({ type: "live", on });
+    }
+
+    // --- auto-scroll (issue 14.4): scrolling up pauses it, "jump to latest" resumes it ---------
+    onScroll() {
+      const bottom = this.atBottom();
+      if (bottom !== this.follow) { this.follow = bottom; this.updateLatest(); }
+      this.render(false);
+    }
+
+    jumpToLatest() {
+      this.follow = true;
+      this.render(true, true);
+      this.updateLatest();
+    }
+
+    updateLatest() {
+      this.el.latest.hidden = this.follow || !this.visible.length;
     }
 
     setFrozen(on) {
@@ -168,7 +226,7 @@
         const key = JSON.stringify(msg.targets || []);
         if (key !== this.targetsKey) {
           const before = this.selectedPods().join(",");
-          this.targetsKey = key; this.targets = msg.targets || []; this.fillPods();
+          this.targetsKey = key; this.targets = msg.targets || []; this.fillPods(); this.fillContainers();
           // a Worker appeared or went away in the merged view: follow it (cursors keep the others resuming)
           if (!this.needSubscribe && this.selectedPods().join(",") !== before) this.subscribe();
         }
@@ -176,9 +234,12 @@
       } else if (msg.type === "lines") {
         this.onLines(msg);
       } else if (msg.type === "state") {
+        if (!this.selectedPods().includes(msg.pod)) return;
         const st = this.pods[msg.pod] || (this.pods[msg.pod] = {});
         st.state = msg.state; st.message = msg.message;
         this.render(true);
+      } else if (msg.type === "older") {
+        this.onOlder(msg);
       } else if (msg.type === "closing") {
         this.closing = msg; // daphne drops close-frame reasons; the server repeats them here
       } else if (msg.type === "tick") {
@@ -188,6 +249,7 @@
     }
 
     onLines(msg) {
+      if (!this.selectedPods().includes(msg.pod)) return; // in flight from before the selection changed
       const st = this.pods[msg.pod] || (this.pods[msg.pod] = {});
       const role = this.roleOf(msg.pod);
       const add = [];
@@ -196,8 +258,10 @@
         if (st.id && st.id !== msg.id) {
           const n = (this.targets.find((x) => x.pod === msg.pod) || {}).restarts || 0;
           add.push({ pod: msg.pod, role, n: -1, t: "── " + fmt(this.s.restarted, { n }) + " ──", sep: true });
+        } else if (st.id && msg.rotated) { // issue 14.6: never glue the new file to the old one
+          add.push({ pod: msg.pod, role, n: -1, t: "── " + this.s.rotated + " ──", sep: true, rot: true });
         }
-        st.id = msg.id; st.next = msg.first;
+        st.id = msg.id; st.next = msg.first; st.first = msg.first;
       }
       if (msg.id !== st.id) return; // a frame of an instance we already left
       for (const l of msg.lines) {
@@ -213,11 +277,49 @@
       this.append(add);
     }
 
+    // --- load older (issue 14.5): the page holds the tail; earlier lines come on request -------
+    olderPod() {
+      const pods = this.selectedPods();
+      if (pods.length !== 1) return null;
+      const st = this.pods[pods[0]];
+      return st && st.id && st.first > 0 && this.lines.length < MAX_LINES ? pods[0] : null;
+    }
+
+    updateOlder() {
+      const pod = this.olderPod(), b = this.el.older;
+      b.hidden = !pod || this.olderPending;
+      if (pod) b.textContent = fmt(this.s.loadOlder, { n: this.pods[pod].first });
+    }
+
+    loadOlder() {
+      const pod = this.olderPod();
+      if (!pod) return;
+      this.olderPending = true; this.updateOlder();
+      this.send({ type: "older", pod, before: this.pods[pod].first });
+    }
+
+    onOlder(msg) {
+      this.olderPending = false;
+      const st = this.pods[msg.pod];
+      if (!st || msg.id !== st.id || msg.first >= st.first) { this.updateOlder(); return; }
+      const role = this.roleOf(msg.pod);
+      const add = msg.lines.filter((l) => l.n < st.first);
+      for (const l of add) { l.pod = msg.pod; l.role = role; }
+      st.first = msg.first;
+      const shown = [];
+      add.forEach((l, i) => { if (this.matches(l)) shown.push(i); });
+      this.lines = add.concat(this.lines);
+      this.visible = shown.concat(this.visible.map((i) => i + add.length));
+      this.el.spacer.style.height = this.visible.length * ROW + "px"; // grow first, or scrollTop is clamped
+      this.el.view.scrollTop += shown.length * ROW; // the line the user was reading stays in place
+      this.render(true);
+    }
+
     // --- view ------------------------------------------------------------------------------
     matches(l) { return !this.filter || l.t.toLowerCase().includes(this.filter.toLowerCase()); }
 
     append(add) {
-      const atBottom = this.atBottom();
+      const atBottom = this.follow;
       const base = this.lines.length;
       for (let i = 0; i < add.length; i++) {
         this.lines.push(add[i]);
@@ -252,12 +354,14 @@
       const end = Math.min(total, Math.ceil((view.scrollTop + view.clientHeight) / ROW) + OVERSCAN);
       if (!force && start === this._start && end === this._end) return;
       this._start = start; this._end = end;
-      const showTs = e.timestamps.checked, prefix = this.merged();
+      const showTs = e.timestamps.checked ? e.tz.value : "", prefix = this.merged();
       const frag = document.createDocumentFragment();
       for (let k = start; k < end; k++) frag.appendChild(this.row(this.lines[this.visible[k]], showTs, prefix));
       e.window.style.top = start * ROW + "px";
       e.window.replaceChildren(frag);
       this.updateEmpty();
+      this.updateLatest();
+      this.updateOlder();
       this.updateStatus();
     }
 
@@ -268,10 +372,11 @@
         const w = document.createElement("span"); w.className = "lw"; w.textContent = "[" + l.pod + "] "; div.appendChild(w);
       }
       if (showTs && l.ts) {
-        const t = document.createElement("span"); t.className = "lts"; t.textContent = l.ts + " "; div.appendChild(t);
+        const t = document.createElement("span"); t.className = "lts"; t.textContent = stamp(l.ts, showTs) + " "; div.appendChild(t);
       }
       const body = document.createElement("span");
       if (l.sep) body.className = "lsep";
+      if (l.rot) body.dataset.testid = "logs-rotated";
       if (l.h && !this.filter) body.innerHTML = l.h; // server-escaped; only ANSI spans
       else this.highlight(body, l.t);
       div.appendChild(body);
@@ -316,6 +421,7 @@
       parts.push([fmt(this.s.lines, { n: this.lines.length }), ""]);
       if (this.lastTick) parts.push([fmt(this.s.updated, { t: new Date(this.lastTick).toLocaleTimeString() }), ""]);
       if (this.frozen) parts.push([fmt(this.s.heldLines, { n: this.held.length }), "warn"]);
+      else if (!this.follow && this.visible.length) parts.push([this.s.scrollPaused, "warn"]);
       if (this.throttled) parts.push([this.s.throttled, "warn"]);
       for (const w of this.warnings || []) parts.push([w, "bad"]);
       this.el.matches.textContent = this.filter ? fmt(this.s.matches, { n: this.visible.length }) : "";

@@ -23,6 +23,10 @@
   const uploadInput = document.getElementById("term-upload");
   const downloadBtn = document.getElementById("term-download");
   const downloadPath = document.getElementById("term-download-path");
+  const containerSel = document.getElementById("term-container");
+  const containerLabel = document.getElementById("term-container-label");
+  let container = "main"; // issue 14.6b: the container the shell runs in
+  let switching = false;
 
   const fmt = (t, v) => String(t).replace(/%\((\w+)\)s/g, (_, k) => (v && k in v ? v[k] : ""));
   const clean = (t) => String(t).replace(/[\x00-\x08\x0b-\x1f\x7f]/g, "");
@@ -75,7 +79,10 @@
     setBusy(false);
     term.writeln(fmt(s.connecting, { worker: cfg.worker }));
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    const query = resume && sessionId ? "?resume=" + encodeURIComponent(sessionId) : "";
+    const q = new URLSearchParams();
+    if (resume && sessionId) q.set("resume", sessionId);
+    if (container !== "main") q.set("container", container);
+    const query = q.toString() ? "?" + q.toString() : "";
     ws = new WebSocket(proto + "//" + location.host + cfg.ws + query);
     ws.binaryType = "arraybuffer";
     ws.onopen = () => {
@@ -164,6 +171,14 @@
         sessionId = msg.id || null;
         retries = 0;
         return;
+      case "containers": {
+        const list = msg.containers || [];
+        containerLabel.hidden = list.length <= 1;
+        containerSel.replaceChildren(...list.map((c) => new Option(
+          c.name + (c.kind !== "main" ? " (" + (s["kind." + c.kind] || c.kind) + ")" : ""), c.name)));
+        containerSel.value = msg.current || "main";
+        return;
+      }
       case "closing": // daphne drops close-frame reasons; the server repeats it here first
         closing = { code: msg.code, reason: String(msg.reason || "") };
         return;
@@ -173,6 +188,7 @@
   }
 
   function onClose(ev) {
+    if (switching) { switching = false; return; } // we closed it to open the chosen container
     // A dropped connection (no closing frame from the server): reattach to the same shell a few times.
     dropped = !closing && exitCode === null && sessionId !== null;
     if (dropped && retries < 5) {
@@ -247,6 +263,23 @@
     term.focus();
   });
   window.addEventListener("pagehide", () => sendJSON({ type: "bye" }));
+  containerSel.addEventListener("change", () => {
+    container = containerSel.value || "main";
+    const old = ws;
+    sessionId = null;
+    if (old && old.readyState <= WebSocket.OPEN) {
+      switching = true;
+      if (old.readyState === WebSocket.OPEN) old.send(JSON.stringify({ type: "bye" })); // end that shell at once
+      old.onmessage = null;
+      old.onclose = null;
+      old.close();
+    }
+    switching = false;
+    term.reset();
+    term.writeln(fmt(s.switching, { container }));
+    connect(false);
+    term.focus();
+  });
 
   connect(false);
 })();

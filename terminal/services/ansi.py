@@ -133,6 +133,16 @@ def strip_ansi(line: str) -> str:
     return _CONTROL_RE.sub("", _ESCAPE_RE.sub("", line))
 
 
+def strip_text(text: str) -> str:
+    """A whole log without escape sequences, line by line (issue 14.6: the plain-text links).
+
+    Each line is what :func:`strip_ansi` shows (a carriage-return progress bar keeps its last
+    state); line breaks and a final newline are kept."""
+    if "\x1b" not in text and "\r" not in text:
+        return text
+    return "\n".join(strip_ansi(line) for line in text.split("\n"))
+
+
 def has_ansi(line: str) -> bool:
     """True when ``line`` contains an escape sequence (so it needs :func:`to_html`)."""
     return "\x1b" in line

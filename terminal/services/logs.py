@@ -99,10 +99,22 @@ class LogTarget:
     restart_count: int
     exists: bool = True
     archive: str = ""  # the job's log archive directory (jobs.services.log_archive; "" = none)
+    containers: tuple = ()  # clusters.runtime.containers.ContainerInfo of the Pod (issue 14.6b); () = main only
+    container: str = "main"  # the container whose log this target reads
+
+    def with_container(self, name: object) -> LogTarget:
+        """This Pod's target for container ``name`` (one of :attr:`containers`); ``main`` for anything else."""
+        names = {c.name for c in self.containers}
+        if not isinstance(name, str) or name == self.container or name not in names:
+            return self
+        restarts = next(c.restart_count for c in self.containers if c.name == name)
+        return dataclasses.replace(
+            self, container=name, restart_count=restarts if name != "main" else self.restart_count
+        )
 
     def archive_path(self, previous: bool) -> Path | None:
-        """The archived full log of the current or previous instance, if one was kept."""
-        if not self.archive:
+        """The archived full log of the current or previous instance, if one was kept (``main`` only)."""
+        if not self.archive or self.container != "main":
             return None
         from jobs.services import log_archive
 
@@ -110,13 +122,18 @@ class LogTarget:
 
     @property
     def identity(self) -> str:
-        """Log identity of the current container instance: ``<uid or pod>:<restarts>``."""
-        return f"{self.uid or self.pod}:{self.restart_count}"
+        """Log identity of the current container instance: ``<uid or pod>:<restarts>`` (``<uid>/<container>:...``
+        for a container other than ``main``)."""
+        return f"{self._who()}:{self.restart_count}"
+
+    def _who(self) -> str:
+        who = self.uid or self.pod
+        return who if self.container == "main" else f"{who}/{self.container}"
 
     def identity_for(self, previous: bool) -> str:
         """Identity of the current (``previous=False``) or previous container instance."""
         if previous:
-            return f"{self.uid or self.pod}:{self.restart_count - 1}:previous"
+            return f"{self._who()}:{self.restart_count - 1}:previous"
         return self.identity
 
     @property
@@ -135,6 +152,7 @@ class LogTarget:
             "exists": self.exists,
             "hasPrevious": self.has_previous,
             "id": self.identity,
+            "containers": [c.as_dict() for c in self.containers],
         }
 
 
@@ -174,6 +192,7 @@ class LogBatch:
     cursor: LogCursor
     reset: bool = False
     more: bool = False
+    rotated: bool = False  # issue 14.6: the file was replaced under the cursor; earlier lines are gone
     rendered: list[dict] | None = None  # payload() computed off the event loop
 
     def payload(self) -> list[dict]:
@@ -245,7 +264,8 @@ def resolve_targets(layout: Layout) -> tuple[list[LogTarget], list[str]]:
             task = by_task.get(p.task)
             if task is None:
                 continue
-            targets[p.name] = _target(layout.job, task, p.name, p.ordinal, p.phase, p.uid, p.container.restart_count)
+            target = _target(layout.job, task, p.name, p.ordinal, p.phase, p.uid, p.container.restart_count)
+            targets[p.name] = dataclasses.replace(target, containers=tuple(p.containers))
     for p in layout.pods:
         task = by_task.get(p.task)
         if task is None or p.name in targets:
@@ -261,6 +281,8 @@ def _chunks(runtime: Runtime, target: LogTarget, previous: bool, offset: int = 0
     """Byte chunks of the log, how many leading bytes the caller still has to skip, and whether
     lines carry a runtime timestamp prefix."""
     kwargs: dict = {"previous": previous}
+    if target.container != "main" and accepts(runtime.stream_log, "container"):
+        kwargs["container"] = target.container
     stamped = accepts(runtime.stream_log, "timestamps")
     if stamped:
         kwargs["timestamps"] = True
@@ -395,6 +417,51 @@ def read_tail(
     )
 
 
+OLDER_LINES = 5000  # issue 14.5: lines one "load older" request brings
+
+
+def read_before(
+    runtime: Runtime, target: LogTarget, before: int, previous: bool = False, count: int = OLDER_LINES
+) -> LogBatch:
+    """The ``count`` lines (at most :data:`OLDER_LINES`) just before line ``before`` of the container
+    instance (issue 14.5 "load older"): ``first`` is the line number of the first one, ``lines`` may be
+    empty when ``before`` is 0. Reads the log once in constant memory; the cursor is not advanced
+    (``cursor`` is a copy at ``before``'s line, never used to resume)."""
+    count = max(0, min(count, OLDER_LINES))
+    before = max(0, before)
+    start = max(0, before - count)
+    final = previous or target.phase in TERMINAL_PHASES
+    identity = target.identity_for(previous)
+    chunks, _, stamped = _chunks(runtime, target, previous)
+    raws: list[bytes] = []
+    seen = 0
+    gen = _blocks(chunks, 0, final)
+    try:
+        for block in gen:
+            assert block is not None
+            lines, _size = block
+            lo, hi = max(start - seen, 0), min(before - seen, len(lines))
+            if lo < hi:
+                raws += lines[lo:hi]
+            seen += len(lines)
+            if seen >= before:
+                break
+    finally:
+        gen.close()
+    return _decoded_batch(target.pod, identity, start, raws, stamped, LogCursor(identity, 0, start))
+
+
+def _decoded_batch(
+    pod: str, identity: str, first: int, raws: list[bytes], stamped: bool, cursor: LogCursor, **extra
+) -> LogBatch:
+    """A LogBatch of raw lines, decoded; ``received_at`` in ``extra`` stamps lines without a timestamp."""
+    received_at = extra.pop("received_at", None)
+    decoded = [_split(raw, stamped) for raw in raws]
+    return LogBatch(
+        pod, identity, first, [d[0] for d in decoded], [d[1] or received_at for d in decoded], cursor, **extra
+    )
+
+
 def read_since(
     runtime: Runtime,
     target: LogTarget,
@@ -420,8 +487,8 @@ def read_since(
     gen = _blocks(chunks, skip, final)
     try:
         for block in gen:
-            if block is None:
-                return read_tail(runtime, target, previous)
+            if block is None:  # shorter than the cursor: the log rotated (or was truncated)
+                return dataclasses.replace(read_tail(runtime, target, previous), rotated=True)
             lines, size = block
             room = max_lines - len(raws)
             if len(lines) > room:
@@ -436,15 +503,15 @@ def read_since(
             count += len(lines)
     finally:
         gen.close()
-    decoded = [_split(raw, stamped) for raw in raws]
-    return LogBatch(
+    return _decoded_batch(
         target.pod,
         identity,
         cursor.line,
-        [d[0] for d in decoded],
-        [d[1] or received_at for d in decoded],
+        raws,
+        stamped,
         LogCursor(identity, offset, count),
         more=more,
+        received_at=received_at,
     )
 
 

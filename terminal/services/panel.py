@@ -23,6 +23,7 @@ def log_strings() -> dict[str, str]:
         "lines": _("%(n)s lines"),
         "heldLines": _("View paused: %(n)s new lines waiting"),
         "throttled": _("Output is faster than the refresh cap; more lines follow on the next refresh."),
+        "rotated": _("log rotated; earlier lines of this instance are no longer available"),
         "restarted": _("container instance changed (restart %(n)s)"),
         "updated": _("Updated %(t)s"),
         "reconnecting": _("Connection lost, reconnecting..."),
@@ -36,6 +37,14 @@ def log_strings() -> dict[str, str]:
         "allWorkers": _("All Workers (merged)"),
         "restarts": _("restarts: %(n)s"),
         "gone": _("gone"),
+        "pauseLive": _("Live: new lines appear as they are written. Click to pause."),
+        "resumeLive": _("Paused: click to stream new lines again."),
+        "kind.sidecar": _("sidecar"),
+        "kind.init": _("init container"),
+        "kind.ephemeral": _("ephemeral"),
+        "kind.container": _("container"),
+        "loadOlder": _("Load older lines (%(n)s earlier lines in this instance)"),
+        "scrollPaused": _("Auto-scroll paused while you read older lines"),
     }
 
 
@@ -89,6 +98,11 @@ def terminal_strings() -> dict[str, str]:
         "resumed": _("Reconnected to the same shell; output from while you were away follows."),
         "newShell": _("The previous shell could not be kept (it ended or was away too long): this is a new shell."),
         "reconnecting": _("Connection lost; reconnecting to the same shell ..."),
+        "switching": _("Switching to container %(container)s ..."),
+        "kind.sidecar": _("sidecar"),
+        "kind.init": _("init container"),
+        "kind.ephemeral": _("ephemeral"),
+        "kind.container": _("container"),
     }
 
 

@@ -35,6 +35,7 @@ from clusters.runtime.base import (
     TaskManifest,
     WatchEvent,
 )
+from clusters.runtime.containers import from_pod as containers_of
 from clusters.runtime.kubernetes.client import api_client_for, server_url, timeouts, translate
 from jobs.spec.quantity import parse_quantity
 
@@ -221,6 +222,7 @@ def pod_info(pod: dict, events: tuple[PodEvent, ...] = ()) -> PodInfo:
         message=message,
         reason=reason,
         revision=labels.get("controller-revision-hash", ""),
+        containers=containers_of(pod),
     )
 
 
@@ -761,8 +763,8 @@ class KubernetesRuntime(Runtime):
             (method, url, *rest), {"200": "str"}, False, False, _request_timeout, True
         )
 
-    def stream_log(self, namespace: str, pod: str, previous: bool = False) -> Iterator[bytes]:
-        kwargs: dict[str, Any] = {"container": MAIN}
+    def stream_log(self, namespace: str, pod: str, previous: bool = False, container: str = MAIN) -> Iterator[bytes]:
+        kwargs: dict[str, Any] = {"container": container or MAIN}
         if previous:
             kwargs["previous"] = True
         resp = self._call(
@@ -780,13 +782,13 @@ class KubernetesRuntime(Runtime):
             _abandon(resp)
 
     # ------------------------------------------------------------------ exec
-    def _open(self, namespace: str, pod: str, command: list[str], tty: bool = True) -> Any:
+    def _open(self, namespace: str, pod: str, command: list[str], tty: bool = True, container: str = MAIN) -> Any:
         try:
             return k8s_stream(
                 self.core.connect_get_namespaced_pod_exec,
                 pod,
                 namespace,
-                container=MAIN,
+                container=container or MAIN,
                 command=command,
                 stdin=True,
                 stdout=True,
@@ -808,7 +810,7 @@ class KubernetesRuntime(Runtime):
                 raise RuntimeError_(f"forbidden: exec into pod {pod} (create/get pods/exec)", "forbidden") from None
             raise translate(exc, f"pod {pod}", self.server) from None
 
-    def exec(self, namespace: str, pod: str, command: list[str] | None = None) -> KubeExecStream:
+    def exec(self, namespace: str, pod: str, command: list[str] | None = None, container: str = MAIN) -> KubeExecStream:
         """Interactive TTY in ``main``: ``command`` if given, else bash, then sh; RuntimeError_(NO_SHELL) when
         neither exists. Raises PodNotFound when the pod is gone."""
         # Preflight with the usual timeouts (the websocket handshake itself has none): a gone Pod, a Pod that is
@@ -817,9 +819,9 @@ class KubernetesRuntime(Runtime):
         if (obj.get("status") or {}).get("phase") != "Running":
             raise RuntimeError_(f"pod {pod} is not running (phase {obj.get('status', {}).get('phase')})", "invalid")
         if command:
-            return KubeExecStream(self._open(namespace, pod, list(command)), list(command))
+            return KubeExecStream(self._open(namespace, pod, list(command), container=container), list(command))
         for shell in SHELLS:
-            ws = self._open(namespace, pod, shell_argv(shell))
+            ws = self._open(namespace, pod, shell_argv(shell), container=container)
             deadline = time.monotonic() + 1.5
             failed = False
             while time.monotonic() < deadline:
