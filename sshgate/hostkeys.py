@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from pathlib import Path
 
 import asyncssh
@@ -24,14 +25,20 @@ def key_dir() -> Path:
 
 
 def _load_or_create(path: Path) -> asyncssh.SSHKey:
-    if path.exists():
-        return asyncssh.read_private_key(str(path))
-    key = asyncssh.generate_private_key("ssh-ed25519")
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(key.export_private_key())
-    os.replace(tmp, path)  # first writer wins on a race; both wrote a valid key
+    """The key in ``path``; a new ed25519 key is created first when there is none. Creation links a complete
+    temporary file into place, so concurrent processes (web page, bastion) all end up with the same key."""
+    if not path.exists():
+        key = asyncssh.generate_private_key("ssh-ed25519")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(key.export_private_key())
+        try:
+            os.link(tmp, path)  # fails when another process created it first: theirs wins
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
     return asyncssh.read_private_key(str(path))
 
 

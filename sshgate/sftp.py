@@ -14,7 +14,7 @@ import os
 from collections.abc import AsyncIterator
 
 import asyncssh
-from asyncssh.sftp import FXF_APPEND, FXF_CREAT, FXF_EXCL, FXF_READ, FXF_TRUNC, FXF_WRITE
+from asyncssh.sftp import FXF_APPEND, FXF_CREAT, FXF_EXCL, FXF_READ, FXF_TRUNC, FXF_WRITE, _stat_mode_to_filetype
 
 from sshgate.workerio import AgentError, AgentLink
 
@@ -34,8 +34,23 @@ def _flags(pflags: int) -> int:
     return flags
 
 
-def _stat(values: list[int]) -> os.stat_result:
-    return os.stat_result(tuple(values))
+def _stat(values: list[int]) -> asyncssh.SFTPAttrs:
+    """SFTP attributes of the agent's ``[mode, ino, dev, nlink, uid, gid, size, atime, mtime, ctime]``.
+    Owner and group stay numeric: the bastion's user database is not the Worker's."""
+    mode, _ino, _dev, nlink, uid, gid, size, atime, mtime, ctime = values
+    return asyncssh.SFTPAttrs(
+        type=_stat_mode_to_filetype(mode),
+        size=size,
+        uid=uid,
+        gid=gid,
+        owner=str(uid),
+        group=str(gid),
+        permissions=mode,
+        atime=atime,
+        mtime=mtime,
+        ctime=ctime,
+        nlink=nlink,
+    )
 
 
 def _attrs(attrs: asyncssh.SFTPAttrs) -> dict:
@@ -95,10 +110,10 @@ class WorkerSFTP(asyncssh.SFTPServer):
     async def realpath(self, path: bytes) -> bytes:
         return os.fsencode(await self._call("realpath", os.fsdecode(path or b".")))
 
-    async def stat(self, path: bytes) -> os.stat_result:
+    async def stat(self, path: bytes) -> asyncssh.SFTPAttrs:
         return _stat(await self._call("stat", os.fsdecode(path)))
 
-    async def lstat(self, path: bytes) -> os.stat_result:
+    async def lstat(self, path: bytes) -> asyncssh.SFTPAttrs:
         return _stat(await self._call("lstat", os.fsdecode(path)))
 
     async def setstat(self, path: bytes, attrs: asyncssh.SFTPAttrs) -> None:
@@ -106,9 +121,9 @@ class WorkerSFTP(asyncssh.SFTPServer):
 
     async def scandir(self, path: bytes) -> AsyncIterator[asyncssh.SFTPName]:
         for name in (b".", b".."):
-            yield asyncssh.SFTPName(name, attrs=asyncssh.SFTPAttrs.from_local(await self.lstat(path + b"/" + name)))
+            yield asyncssh.SFTPName(name, attrs=await self.lstat(path + b"/" + name))
         for name, st in await self._call("scandir", os.fsdecode(path)):
-            yield asyncssh.SFTPName(os.fsencode(name), attrs=asyncssh.SFTPAttrs.from_local(_stat(st)))
+            yield asyncssh.SFTPName(os.fsencode(name), attrs=_stat(st))
 
     async def remove(self, path: bytes) -> None:
         await self._call("remove", os.fsdecode(path))
@@ -156,7 +171,7 @@ class WorkerSFTP(asyncssh.SFTPServer):
 
         return await self._call("write", file_obj.fd, offset, base64.b64encode(data).decode())
 
-    async def fstat(self, file_obj: _Handle) -> os.stat_result:
+    async def fstat(self, file_obj: _Handle) -> asyncssh.SFTPAttrs:
         return _stat(await self._call("fstat", file_obj.fd))
 
     async def fsetstat(self, file_obj: _Handle, attrs: asyncssh.SFTPAttrs) -> None:
