@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, free_port
+from tests.conftest import ARTIFACTS, ROOT, free_port
 from tests.test_e2e_local import Api, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray, pytest.mark.timeout(900)]
@@ -113,7 +113,7 @@ def bastion(console_server, tmp_path_factory):
     document["metadata"]["name"] = JOB
     header = document["spec"]["tasks"][0]
     header["kubernetes"]["workload"]["template"]["spec"]["volumes"][0]["hostPath"]["path"] = str(output)
-    header["runScript"] += " --steps 100000"
+    header["runScript"] = "sleep 100000"  # the Workers only need to run: no training load on a busy machine
     header["kubernetes"]["workload"]["template"]["spec"]["containers"][0].pop("resources", None)
     code, body = api.call("POST", "/jobs/", document)
     assert code == 201, body
@@ -128,6 +128,10 @@ def bastion(console_server, tmp_path_factory):
 
     wait_for(running, 150 * LOAD, "Running Workers")
     yield console_server, api, admin, tmp
+    ARTIFACTS.mkdir(exist_ok=True)
+    for pod in (HEADER, ROLLOUT):  # what the Workers said, for a failure's post-mortem
+        code, text = api.call("GET", f"/jobs/{JOB}/logs/?tail=200&pod={pod}", raw=True)
+        (ARTIFACTS / f"ssh-{pod}.log").write_text(f"{code}\n{text}")
     api.call("DELETE", f"/jobs/{JOB}/")
 
 
@@ -290,3 +294,49 @@ def test_bastion_itself_explains_ssh_j(bastion):
     with socket.create_connection(("127.0.0.1", admin.port), timeout=5) as s:
         assert s.recv(64).startswith(b"SSH-2.0-")
     time.sleep(0)
+
+
+@pytest.mark.browser
+def test_workers_tab_and_ssh_keys_page_in_the_browser(bastion, page):
+    """The Workers tab's ready-to-copy command runs as shown; the SSH keys page's fingerprint is the one the
+    client recorded in known_hosts. Screenshots in zh and en (test-artifacts/ssh-*.png)."""
+    from playwright.sync_api import expect
+
+    from tests.conftest import E2E_ADMIN_PASSWORD
+
+    server, api, admin, tmp = bastion
+    if api.call("GET", f"/jobs/{JOB}/")[1]["stopped"]:
+        api.call("POST", f"/jobs/{JOB}/start/")
+
+    def rollout_running() -> bool:
+        workers = api.call("GET", f"/jobs/{JOB}/")[1]["status"]["workers"]
+        return any(w["pod"] == ROLLOUT and w["phase"] == "Running" for w in workers)
+
+    wait_for(rollout_running, 150 * LOAD, "a Running rollout Worker")
+    ARTIFACTS.mkdir(exist_ok=True)
+    for lang in ("zh-hans", "en"):
+        page.context.clear_cookies()
+        page.context.add_cookies([{"name": "django_language", "value": lang, "url": server.url}])
+        page.goto(server.url + "/login/")
+        page.fill("input[name=username]", "admin")
+        page.fill("input[name=password]", E2E_ADMIN_PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+        page.goto(f"{server.url}/jobs/{JOB}/?tab=workers")
+        command = page.locator(f'[data-testid="ssh-command-{ROLLOUT}"] code')
+        expect(command).to_have_text(f"ssh -J admin@127.0.0.1:{admin.port} {ROLLOUT}")
+        page.screenshot(path=str(ARTIFACTS / f"ssh-workers-tab-{lang}.png"), full_page=True)
+        page.goto(f"{server.url}/ssh-keys/")
+        fingerprint = page.locator('[data-testid="ssh-bastion-fingerprint"]').inner_text()
+        page.locator('[data-testid="ssh-bastion-card"]').scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"ssh-keys-page-{lang}.png"), full_page=True)
+    shown = command.inner_text().split()
+    ran = subprocess.run([*shown[:1], "-F", str(admin.config), *shown[1:], "hostname"], capture_output=True, timeout=90)
+    assert ran.stdout.decode().strip() == ROLLOUT, ran.stderr.decode()
+    scan = subprocess.run(
+        ["ssh-keygen", "-l", "-F", f"[127.0.0.1]:{admin.port}", "-f", str(tmp / "known_hosts")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert fingerprint in scan.stdout
