@@ -88,8 +88,8 @@ def test_ssh_j_through_pods_exec(k8s_cluster, k8s_namespace, alice, bob, tmp_pat
     assert piped.returncode == 0, piped.stderr.decode()
     assert piped.stdout.decode().splitlines() == ["rlark-42", str(workdir), "from-stdin"]
     assert b"err" in piped.stderr
-    pty = run("-tt", "-o", "SetEnv=COLUMNS=100", POD, "stty size; tty", stdin=b"")
-    assert b"/dev/pts" in pty.stdout, pty.stderr.decode()
+    pty = run("-tt", POD, stdin=b"echo tty=$(tty | cut -c1-8); exit\n")  # an interactive shell on the exec TTY
+    assert b"tty=/dev/pts" in pty.stdout, pty.stderr.decode()
     other, bob_name = _client(tmp_path, bob)
     refused = subprocess.run(
         [*other, "-J", f"{bob_name}@127.0.0.1:{bastion.port}", POD, "true"], capture_output=True, timeout=90
