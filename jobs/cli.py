@@ -326,6 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", parents=[common], help="propose roles for an RLinf config")
     p.add_argument("-f", "--file", required=True)
     p.set_defaults(func=cmd_plan)
+
+    from sshgate.cli import add_commands as add_ssh_commands  # rlark ssh, rlark ssh-config (issue 12)
+
+    add_ssh_commands(sub, common)
     return parser
 
 

@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "domains",
     "jobs",
     "terminal",
+    "sshgate",
 ]
 
 MIDDLEWARE = [

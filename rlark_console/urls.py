@@ -22,6 +22,7 @@ api_v1 = [
     path("", include("domains.api_urls")),
     path("", include("accounts.api_urls")),
     path("", include("terminal.api_urls")),
+    path("", include("sshgate.api_urls")),
 ]
 
 urlpatterns = [

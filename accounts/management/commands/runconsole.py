@@ -61,6 +61,8 @@ class Command(BaseCommand):
         supervisor = [*manage, "local_supervisor"] if "local_supervisor" in get_commands() else None
         if "watch_clusters" in get_commands():
             specs["watcher"] = [*manage, "watch_clusters"]  # watch-driven status of Kubernetes jobs (issue 11)
+        if "sshgate" in get_commands():
+            specs["ssh"] = [*manage, "sshgate"]  # the SSH bastion, RLARK_SSH_HOST:RLARK_SSH_PORT (issue 12)
         children: dict[str, subprocess.Popen] = {}
         stopping = False
         sup_proc: subprocess.Popen | None = None

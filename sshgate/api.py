@@ -1,0 +1,54 @@
+"""``GET /api/v1/ssh/``: the bastion's address, host key fingerprint and the Workers the caller may reach.
+
+``?job=<name>`` limits the list to one job (404 when the caller may not see it). Used by ``rlark ssh`` and
+``rlark ssh-config``. Shape: ``{"user", "host", "port", "jump", "host_key_fingerprint",
+"workers": [{"job", "pod", "role", "rank", "head", "phase", "command"}]}``.
+"""
+
+from __future__ import annotations
+
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.policy import get_job_for, visible_jobs
+from sshgate import commands, hostkeys
+
+MAX_WORKERS = 5000  # bound of one answer (a staff user sees every job's Workers)
+
+
+class SSHTargetsView(APIView):
+    """The bastion and the caller's reachable Workers (authentication required, policy applied)."""
+
+    def get(self, request):
+        from jobs.models import Pod
+
+        user = request.user
+        name = request.query_params.get("job", "")
+        jobs = [get_job_for(user, name)] if name else list(visible_jobs(user).filter(stopped=False))
+        pods = (
+            Pod.objects.filter(task__job__in=jobs)
+            .select_related("task__job")
+            .order_by("task__job__name", "task__order", "ordinal")[:MAX_WORKERS]
+        )
+        host, port = commands.jump_address(request)
+        return Response(
+            {
+                "user": user.username,
+                "host": host,
+                "port": port,
+                "jump": commands.jump_spec(user.username, request),
+                "host_key_fingerprint": hostkeys.bastion_fingerprint(),
+                "workers": [
+                    {
+                        "job": p.task.job.name,
+                        "pod": p.name,
+                        "role": p.task.template_name,
+                        "rank": p.task.rank_start + p.ordinal,
+                        "head": p.task.head,
+                        "phase": p.phase,
+                        "command": commands.ssh_command(user.username, p.name, request),
+                    }
+                    for p in pods
+                ],
+            }
+        )

@@ -1,0 +1,97 @@
+"""Issue 12 against the REAL Kubernetes control plane: ``ssh -J`` (Debian's OpenSSH client) through the console's
+bastion reaches a Worker Pod through the API server's ``pods/exec`` (kwok's ``Exec`` runs the commands in a scratch
+directory on this machine), with the ``rlark-console`` ServiceAccount's RBAC. Commands without a PTY (the agent
+path: stdin, stdout, stderr) and with a PTY (window size) both work; another user's key is refused.
+
+Known kwok limit: its exec server reports no exit code, so exit codes are asserted on the local runtime
+(tests/test_ssh_bastion_local.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import threading
+
+import asyncssh
+import pytest
+from rest_framework.test import APIClient
+
+from sshgate.server import Gate
+from sshkeys.services import add_key
+from terminal.services.runtimes import use_runtime_factory
+from tests.conftest import free_port
+from tests.k8s_real.conftest import wait_for
+from tests.k8s_real.jobs import document, running, synced, task
+
+pytestmark = [pytest.mark.k8s_real, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
+POD = "ssh-a-header-0"
+
+if not shutil.which("ssh"):
+    pytest.skip("Debian openssh-client is not installed", allow_module_level=True)
+
+
+@pytest.fixture
+def bastion(settings, tmp_path):
+    """The bastion in a thread of its own (its own event loop), on a free loopback port."""
+    settings.VAR_DIR = tmp_path / "var"
+    loop = asyncio.new_event_loop()
+    gate = Gate("127.0.0.1", free_port())
+    started = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(gate.start())
+        started.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert started.wait(30)
+    yield gate
+    asyncio.run_coroutine_threadsafe(gate.stop(), loop).result(30)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+
+
+def _client(tmp_path, user) -> tuple[list[str], str]:
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    path = tmp_path / f"id_{user.username}"
+    path.write_bytes(key.export_private_key())
+    path.chmod(0o600)
+    config = tmp_path / f"config_{user.username}"
+    config.write_text(
+        f"Host *\n  IdentityFile {path}\n  IdentitiesOnly yes\n  UserKnownHostsFile {tmp_path / 'known_hosts'}\n"
+        "  StrictHostKeyChecking accept-new\n  BatchMode yes\n  ConnectTimeout 20\n"
+    )
+    add_key(user, "test", key.export_public_key().decode())
+    return ["ssh", "-F", str(config)], user.username
+
+
+def test_ssh_j_through_pods_exec(k8s_cluster, k8s_namespace, alice, bob, tmp_path, bastion):
+    use_runtime_factory(None)  # the real registry: KubernetesRuntime for this cluster
+    api = APIClient()
+    api.force_authenticate(alice)
+    doc = document("ssh-a", task("header", head=True, replicas=1, selector={"kubernetes.io/hostname": "cpu-0"}))
+    assert api.post("/api/v1/jobs/", doc, format="json").status_code == 201
+    wait_for(lambda: running(k8s_namespace, 1), 60, "header Running")
+    workdir = tmp_path / "worker-root"
+    k8s_namespace.allow_exec(POD, workdir)
+    synced("ssh-a", lambda j: any(p.phase == "Running" for p in j.tasks.first().pods.all()), 30, "Pod synced")
+    ssh, name = _client(tmp_path, alice)
+    jump = ["-J", f"{name}@127.0.0.1:{bastion.port}"]
+
+    def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([*ssh, *jump, *args], input=stdin, capture_output=True, timeout=90)
+
+    piped = run(POD, "echo rlark-$((6*7)); pwd; echo err >&2; cat", stdin=b"from-stdin\n")
+    assert piped.returncode == 0, piped.stderr.decode()
+    assert piped.stdout.decode().splitlines() == ["rlark-42", str(workdir), "from-stdin"]
+    assert b"err" in piped.stderr
+    pty = run("-tt", POD, stdin=b"echo tty=$(tty | cut -c1-8); exit\n")  # an interactive shell on the exec TTY
+    assert b"tty=/dev/pts" in pty.stdout, pty.stderr.decode()
+    other, bob_name = _client(tmp_path, bob)
+    refused = subprocess.run(
+        [*other, "-J", f"{bob_name}@127.0.0.1:{bastion.port}", POD, "true"], capture_output=True, timeout=90
+    )
+    assert refused.returncode == 255 and f"permission denied: no Worker {POD}" in refused.stderr.decode()
