@@ -12,10 +12,10 @@ from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 
 from accounts.audit import record
-from clusters.models import Cluster, ImageRegistry, Node
-from clusters.runtime.base import RuntimeError_
+from clusters import node_admin  # noqa: F401  (registers Node)
+from clusters.models import Cluster, ImageRegistry
 from clusters.services import node_sync
-from clusters.services.registration import RegistrationError, normalise_kubeconfig, set_cordon, test_connection
+from clusters.services.registration import RegistrationError, normalise_kubeconfig, test_connection
 
 
 class ClusterForm(forms.ModelForm):
@@ -140,35 +140,6 @@ class ClusterAdmin(admin.ModelAdmin):
                 else (f"{cluster.name}: {result.error}")
             )
             self.message_user(request, text, level)
-
-
-@admin.register(Node)
-class NodeAdmin(admin.ModelAdmin):
-    list_display = ("name", "cluster", "category", "gpu_model", "online", "unschedulable", "last_seen")
-    list_filter = ("cluster", "category", "gpu_model", "online", "unschedulable")
-    search_fields = ("name",)
-    readonly_fields = ("capacity", "allocatable", "used", "last_seen")
-    actions = ["cordon", "uncordon"]
-
-    def _set(self, request, queryset, value: bool):
-        done = 0
-        for node in queryset.select_related("cluster"):
-            try:
-                set_cordon(node, value, actor=request.user, request=request)
-                done += 1
-            except RuntimeError_ as exc:
-                self.message_user(request, f"{node.cluster.name}/{node.name}: {exc}", messages.ERROR)
-        if done:
-            msg = _("Cordoned %(n)d nodes.") if value else _("Uncordoned %(n)d nodes.")
-            self.message_user(request, msg % {"n": done}, messages.SUCCESS)
-
-    @admin.action(description=_("Cordon (no new Workers; running ones keep running)"))
-    def cordon(self, request, queryset):
-        self._set(request, queryset, True)
-
-    @admin.action(description=_("Uncordon (resume scheduling)"))
-    def uncordon(self, request, queryset):
-        self._set(request, queryset, False)
 
 
 class ImageRegistryForm(forms.ModelForm):

@@ -53,7 +53,12 @@ class Cluster(models.Model):
 
 
 class Node(models.Model):
-    """A node of a cluster as last synced. Resource maps: name -> number (cpu cores, memory bytes, counts)."""
+    """A node of a cluster as last synced. Resource maps: name -> number (cpu cores, memory bytes, counts).
+
+    ``labels``/``annotations`` are the *effective* metadata every reader uses (selectors, category, GPU model):
+    ``discovered_*`` (what the cluster reports) merged with ``console_*`` (what an admin set in the console) by
+    ``clusters.services.node_metadata.merge``: console-owned keys win, discovered keys are kept for the rest.
+    """
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
     name = models.CharField(_("name"), max_length=253)
@@ -66,6 +71,16 @@ class Node(models.Model):
     category = models.CharField(_("category"), max_length=32, blank=True)
     online = models.BooleanField(_("online"), default=True)
     unschedulable = models.BooleanField(_("cordoned"), default=False)
+    system = models.BooleanField(
+        _("system node"),
+        default=False,
+        db_index=True,
+        help_text=_("A control-plane node: hidden from node lists, totals and job matching."),
+    )
+    discovered_labels = models.JSONField(_("discovered labels"), default=dict, blank=True)
+    discovered_annotations = models.JSONField(_("discovered annotations"), default=dict, blank=True)
+    console_labels = models.JSONField(_("console labels"), default=dict, blank=True)
+    console_annotations = models.JSONField(_("console annotations"), default=dict, blank=True)
     last_seen = models.DateTimeField(_("last seen"), null=True, blank=True)
 
     class Meta:

@@ -10,9 +10,11 @@ after registration. Rules:
   ``bulk_update`` (only the changed fields) / ``delete`` for what differs. ``last_seen`` and the cluster's
   ``last_sync_at`` are heartbeats refreshed at most every ``HEARTBEAT`` seconds, so an unchanged cluster costs
   a constant number of queries (independent of pod and node counts).
-- Node fields: labels, annotations, capacity/allocatable/used (numbers: cpu cores, memory bytes, counts),
-  GPU model (``rlark.io/gpu-model`` then ``rlark.io/model``), category (``rlark.io/node-category*`` labels, else
-  ``cloud`` with a GPU, else ``unknown``), ``online`` = Ready, ``unschedulable`` = cordoned (shown separately).
+- Node fields: discovered labels/annotations; the effective ones merged with the console-owned metadata
+  (console keys win, ``clusters.services.node_metadata``); ``system`` (control-plane, ``system_nodes``);
+  capacity/allocatable/used (numbers: cpu cores, memory bytes, counts); GPU model (``rlark.io/gpu-model`` then
+  ``rlark.io/model``), category (``rlark.io/node-category*`` labels, else ``cloud`` with a GPU, else ``unknown``),
+  ``online`` = Ready, ``unschedulable`` = cordoned (shown separately).
 - Cluster status after a successful list: ``online`` when every node is Ready, ``degraded`` when some are not
   (or the cluster has no nodes), with a message saying how many.
 
@@ -33,14 +35,17 @@ from django.utils import timezone
 
 from clusters.models import Cluster, Node
 from clusters.runtime.base import NodeInfo, RuntimeError_
-from clusters.services.inventory import category, gpu_model
+from clusters.services.node_metadata import effective_fields
 
 logger = logging.getLogger("rlark.sync")
 
 HEARTBEAT = timedelta(seconds=60)
 SYNC_FIELDS = (
+    "discovered_labels",
+    "discovered_annotations",
     "labels",
     "annotations",
+    "system",
     "capacity",
     "allocatable",
     "used",
@@ -86,16 +91,23 @@ def get_runtime(cluster: Cluster) -> Any:
     raise RuntimeError_(f"no runtime for {cluster.runtime!r}", reason="invalid")
 
 
-def node_fields(info: NodeInfo) -> dict[str, Any]:
-    """The ``Node`` column values for one runtime ``NodeInfo``."""
+def node_fields(info: NodeInfo, row: Node | None = None) -> dict[str, Any]:
+    """The ``Node`` column values for one runtime ``NodeInfo``. The cluster's labels/annotations land in
+    ``discovered_*``; the effective ``labels``/``annotations`` merge in ``row``'s console-owned metadata
+    (``clusters.services.node_metadata.merge``: console keys win), so a sync never overwrites them."""
     return {
-        "labels": dict(info.labels),
-        "annotations": dict(info.annotations),
+        "discovered_labels": dict(info.labels),
+        "discovered_annotations": dict(info.annotations),
+        **effective_fields(
+            info.labels,
+            info.annotations,
+            row.console_labels if row is not None else {},
+            row.console_annotations if row is not None else {},
+            info.capacity or info.allocatable,
+        ),
         "capacity": dict(info.capacity),
         "allocatable": dict(info.allocatable),
         "used": dict(info.used),
-        "gpu_model": gpu_model(info.labels, info.annotations),
-        "category": category(info.labels, info.capacity or info.allocatable),
         "online": bool(info.ready),
         "unschedulable": bool(info.unschedulable),
     }
@@ -171,8 +183,8 @@ def apply_node_infos(cluster: Cluster, infos: list[NodeInfo]) -> SyncResult:
     seen = set()
     for info in infos:
         seen.add(info.name)
-        fields = node_fields(info)
         row = existing.get(info.name)
+        fields = node_fields(info, row)
         if row is None:
             to_create.append(Node(cluster=cluster, name=info.name, last_seen=now, **fields))
             continue

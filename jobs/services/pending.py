@@ -449,7 +449,7 @@ def node_views(job) -> list[NodeView]:
 
     cluster_ids = set(job.tasks.values_list("cluster_id", flat=True))
     out = []
-    for n in Node.objects.filter(cluster_id__in=cluster_ids):
+    for n in Node.objects.filter(cluster_id__in=cluster_ids, system=False):
         alloc = n.allocatable or n.capacity or {}
         out.append(
             NodeView(

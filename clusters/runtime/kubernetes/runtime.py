@@ -397,6 +397,11 @@ class KubernetesRuntime(Runtime):
         """Set ``spec.unschedulable`` of a node (running pods are not touched)."""
         self._call(self.core.patch_node, node, {"spec": {"unschedulable": bool(unschedulable)}}, what=f"node {node}")
 
+    def patch_node_labels(self, node: str, labels: dict[str, str | None]) -> None:
+        """Merge-patch ``metadata.labels`` of a node (``None`` removes a label): console-owned labels
+        (``clusters.services.node_metadata``) written back so nodeSelectors can use them."""
+        self._call(self.core.patch_node, node, {"metadata": {"labels": dict(labels)}}, what=f"node {node}")
+
     # ------------------------------------------------------------------ tasks
     def _apply(self, obj: dict) -> None:
         kind = obj.get("kind")
