@@ -1,0 +1,102 @@
+"""The fleet back office against the REAL control plane (issue 15): console-owned node metadata survives the
+node sync and its labels are written back to the Node; cordon really sets ``spec.unschedulable``; a
+control-plane Node is a system node kept out of the listing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.models import AuditEvent
+from clusters.models import Node
+from clusters.services import node_metadata, node_sync
+from tests.k8s_real.conftest import wait_for
+from tools.k8s.fleet import NodeSpec, add_nodes, delete_nodes
+
+pytestmark = [pytest.mark.k8s_real, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def own_nodes(control_plane):
+    """Three kwok Nodes of this test only (removed afterwards): ``adm-0``, ``adm-1`` and the control-plane
+    ``adm-cp``."""
+    specs = [
+        NodeSpec(name="adm-0", labels={"pool": "adm", "rlark.io/node-category": "cloud"}, gpus=4),
+        NodeSpec(name="adm-1", labels={"pool": "adm"}, gpus=4),
+        NodeSpec(name="adm-cp", labels={"pool": "adm", "node-role.kubernetes.io/control-plane": ""}, gpus=4),
+    ]
+    add_nodes(control_plane, specs)
+    yield [s.name for s in specs]
+    delete_nodes(control_plane, [s.name for s in specs])
+
+
+def _node(control_plane, name: str) -> dict:
+    return json.loads(control_plane.kubectl("get", "node", name, "-o", "json"))
+
+
+def _sync(cluster) -> None:
+    result = node_sync.sync_cluster_nodes(cluster, force=True)
+    assert result.ok, result.error
+
+
+def test_console_metadata_survives_sync_and_labels_are_written_back(k8s_cluster, control_plane, own_nodes, admin_user):
+    _sync(k8s_cluster)
+    qs = Node.objects.filter(cluster=k8s_cluster, name="adm-0").select_related("cluster")
+    control_plane.kubectl("annotate", "node", "adm-0", "rlark.io/gpu-model=A800", "--overwrite")
+    _sync(k8s_cluster)
+    assert qs.get().gpu_model == "A800"  # discovered, nothing owned yet
+
+    for field, value, key in [
+        ("gpu_model", "H100", ""),
+        ("category", "edge", ""),
+        ("site", "rack-7", ""),
+        ("label", "team-a", "rlark.io/team"),
+    ]:
+        result = node_metadata.set_field(qs, field, value, key=key, actor=admin_user)
+        assert result.changed == 1 and not result.warnings, result.warnings
+    written = _node(control_plane, "adm-0")["metadata"]["labels"]
+    assert written["rlark.io/team"] == "team-a" and written["rlark.io/node-category"] == "edge"  # RBAC: patch nodes
+
+    # an operator (or the data plane) changes the same keys on the Node, and a discovered key too
+    control_plane.kubectl("label", "node", "adm-0", "rlark.io/node-category=cloud", "pool=adm2", "--overwrite")
+    control_plane.kubectl("annotate", "node", "adm-0", "rlark.io/gpu-model=A800", "rlark.io/site=old", "--overwrite")
+    _sync(k8s_cluster)
+    node = qs.get()
+    assert node.gpu_model == "H100" and node.category == "edge"  # console-owned keys win
+    assert node.annotations["rlark.io/site"] == "rack-7" and node.labels["rlark.io/team"] == "team-a"
+    assert node.labels["pool"] == "adm2"  # discovered keys follow the cluster
+    assert node.discovered_labels["rlark.io/node-category"] == "cloud"  # what the cluster says is still kept
+
+    # removing a console label removes it from the Node too
+    node_metadata.set_field(qs, "label", None, key="rlark.io/team", actor=admin_user)
+    assert "rlark.io/team" not in _node(control_plane, "adm-0")["metadata"]["labels"]
+    _sync(k8s_cluster)
+    assert "rlark.io/team" not in qs.get().labels
+
+
+def test_cordon_and_uncordon_set_spec_unschedulable_and_are_audited(k8s_cluster, control_plane, own_nodes, admin_user):
+    _sync(k8s_cluster)
+    api = APIClient()
+    api.force_authenticate(admin_user)
+    resp = api.post("/api/v1/nodes/kwok-a/adm-1/cordon/")
+    assert resp.status_code == 200 and resp.json()["cordoned"] is True
+    assert _node(control_plane, "adm-1")["spec"].get("unschedulable") is True
+    _sync(k8s_cluster)
+    assert Node.objects.get(cluster=k8s_cluster, name="adm-1").unschedulable
+    resp = api.post("/api/v1/nodes/kwok-a/adm-1/uncordon/")
+    assert resp.status_code == 200 and resp.json()["cordoned"] is False
+    assert not _node(control_plane, "adm-1")["spec"].get("unschedulable")
+    actions = list(AuditEvent.objects.filter(object_id="kwok-a/adm-1").values_list("action", flat=True))
+    assert sorted(actions) == ["node.cordon", "node.uncordon"]
+
+
+def test_control_plane_node_is_a_system_node(k8s_cluster, control_plane, own_nodes, admin_user):
+    wait_for(lambda: node_sync.sync_cluster_nodes(k8s_cluster, force=True).nodes >= 9, 20, "own nodes synced")
+    assert Node.objects.get(cluster=k8s_cluster, name="adm-cp").system
+    api = APIClient()
+    api.force_authenticate(admin_user)
+    names = {n["name"] for n in api.get("/api/v1/nodes/", {"selector": "pool=adm"}).json()["nodes"]}
+    assert names == {"adm-0", "adm-1"}
+    assert "adm-cp" in {n["name"] for n in api.get("/api/v1/nodes/", {"system": "1"}).json()["nodes"]}
