@@ -247,3 +247,20 @@ def test_nodes_view_sorts_by_free_gpus_and_shows_jobs(client, admin_user):
     node0 = Node.objects.get(name="n-0000")
     page = client.get(f"/admin/clusters/node/{node0.pk}/change/").content.decode()
     assert "busy" in page
+
+
+def test_pending_reason_names_a_selector_that_matches_only_cordoned_nodes():
+    from jobs.services.pending import NodeView, PodView, RoleInput, role_reasons
+
+    nodes = [
+        NodeView("gpu-3", {"pool": "reserved"}, {"nvidia.com/gpu": 8}, unschedulable=True),
+        NodeView("gpu-4", {"pool": "reserved"}, {"nvidia.com/gpu": 8}, unschedulable=True),
+        NodeView("gpu-0", {"pool": "gpu"}, {"nvidia.com/gpu": 8}),
+    ]
+    pod = PodView("j-header-0", phase="Pending", reason="Unschedulable", message="0/6 nodes are available")
+    role = RoleInput("j", "header", "j-header", 1, {"nvidia.com/gpu": 1}, {"pool": "reserved"}, [pod])
+    (reason,) = role_reasons(role, nodes)
+    assert "Every node matching selector pool=reserved is cordoned (gpu-3, gpu-4)" in reason.message("en")
+    assert "都已封锁" in reason.message("zh-hans")
+    role.selector = {"pool": "gpu"}  # a schedulable match: no cordon claim
+    assert "cordoned" not in role_reasons(role, nodes)[0].message("en")

@@ -100,3 +100,29 @@ def test_control_plane_node_is_a_system_node(k8s_cluster, control_plane, own_nod
     names = {n["name"] for n in api.get("/api/v1/nodes/", {"selector": "pool=adm"}).json()["nodes"]}
     assert names == {"adm-0", "adm-1"}
     assert "adm-cp" in {n["name"] for n in api.get("/api/v1/nodes/", {"system": "1"}).json()["nodes"]}
+
+
+def test_job_whose_selector_matches_only_cordoned_nodes_says_so(k8s_cluster, control_plane, own_nodes, alice):
+    from jobs.services.sync import sync_all_clusters
+    from tests.k8s_real.jobs import document, task
+
+    def ready() -> bool:  # adm-1 Ready and schedulable when the job is checked
+        _sync(k8s_cluster)
+        return Node.objects.get(cluster=k8s_cluster, name="adm-1").online
+
+    wait_for(ready, 30, "adm-1 Ready")
+    control_plane.kubectl("cordon", "adm-1")  # an operator cordons it right after
+    api = APIClient()
+    api.force_authenticate(alice)
+    doc = document("cordoned-only", task("header", head=True, replicas=1, selector={"kubernetes.io/hostname": "adm-1"}))
+    resp = api.post("/api/v1/jobs/", doc, format="json")
+    assert resp.status_code == 201, resp.content
+
+    def reason() -> str:
+        sync_all_clusters(force=True)
+        data = api.get("/api/v1/jobs/cordoned-only/diagnosis/", HTTP_ACCEPT_LANGUAGE="en").json()
+        text = " ".join(r["message"] for items in (data.get("pending") or {}).values() for r in items)
+        return text if "is cordoned (adm-1)" in text else ""
+
+    text = wait_for(reason, 60, "cordoned-only pending reason")
+    assert "kubernetes.io/hostname=adm-1" in text
