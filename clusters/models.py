@@ -81,6 +81,8 @@ class Node(models.Model):
     discovered_annotations = models.JSONField(_("discovered annotations"), default=dict, blank=True)
     console_labels = models.JSONField(_("console labels"), default=dict, blank=True)
     console_annotations = models.JSONField(_("console annotations"), default=dict, blank=True)
+    conditions = models.JSONField(_("conditions"), default=list, blank=True)
+    events = models.JSONField(_("recent Warning events"), default=list, blank=True)
     last_seen = models.DateTimeField(_("last seen"), null=True, blank=True)
 
     class Meta:

@@ -18,6 +18,7 @@ from django.utils.translation import gettext_lazy as _
 from clusters.models import Node
 from clusters.runtime.base import RuntimeError_
 from clusters.services.node_capacity import jobs_on_node, with_capacity
+from clusters.services.node_health import problems
 from clusters.services.node_metadata import FIELDS, MetadataError, set_field
 from clusters.services.nodes import gpu_key, total_free
 from clusters.services.registration import set_cordon
@@ -163,6 +164,8 @@ class NodeAdmin(admin.ModelAdmin):
         "system",
         "online",
         "unschedulable",
+        "health",
+        "warning_events",
         "jobs_here",
         "effective_labels",
         "effective_annotations",
@@ -209,7 +212,19 @@ class NodeAdmin(admin.ModelAdmin):
             out += format_html(' <span class="badge status-degraded">{}</span>', _("Cordoned"))
         if obj.system:
             out += format_html(' <span class="badge">{}</span>', _("system"))
+        for problem in problems(obj.conditions):
+            out += format_html(' <span class="badge status-offline">{}</span>', problem)
         return out
+
+    @admin.display(description=_("conditions"))
+    def health(self, obj):
+        rows = ((c["type"], c["status"], c.get("reason", ""), c.get("message", "")) for c in obj.conditions or [])
+        return format_html_join(format_html("<br>"), "<code>{}={}</code> {} {}", rows) or "—"
+
+    @admin.display(description=_("recent Warning events (1 h)"))
+    def warning_events(self, obj):
+        rows = ((e["last_time"][:19], e["reason"], e["count"], e["message"]) for e in obj.events or [])
+        return format_html_join(format_html("<br>"), "{} <b>{}</b> ×{} {}", rows) or "—"
 
     @admin.display(description=_("jobs on this node"))
     def jobs_here(self, obj):

@@ -57,6 +57,10 @@ class NodeInfo:
     used: dict[str, float] = dataclasses.field(default_factory=dict)
     ready: bool = True
     unschedulable: bool = False
+    # ({"type", "status", "reason", "message", "last_transition"}, ...) as the node reports them
+    conditions: tuple[dict[str, Any], ...] = ()
+    # Warning events about this node ({"reason", "message", "count", "last_time"}, ...), when the runtime has them
+    events: tuple[dict[str, Any], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

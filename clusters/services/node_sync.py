@@ -53,6 +53,8 @@ SYNC_FIELDS = (
     "category",
     "online",
     "unschedulable",
+    "conditions",
+    "events",
 )
 _failures: dict[int, tuple[int, float]] = {}  # cluster pk -> (consecutive failures, next attempt monotonic)
 # Slow failures (timeouts: each attempt costs seconds of the shared sync cycle) back off inside
@@ -110,6 +112,8 @@ def node_fields(info: NodeInfo, row: Node | None = None) -> dict[str, Any]:
         "used": dict(info.used),
         "online": bool(info.ready),
         "unschedulable": bool(info.unschedulable),
+        "conditions": list(info.conditions),
+        "events": list(info.events),
     }
 
 

@@ -126,3 +126,32 @@ def test_job_whose_selector_matches_only_cordoned_nodes_says_so(k8s_cluster, con
 
     text = wait_for(reason, 60, "cordoned-only pending reason")
     assert "kubernetes.io/hostname=adm-1" in text
+
+
+def test_node_warning_events_reach_the_node(k8s_cluster, control_plane, own_nodes):
+    from datetime import UTC, datetime
+
+    import yaml
+
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"adm-0.{k8s_cluster.namespace}", "namespace": "default"},
+        "involvedObject": {"kind": "Node", "name": "adm-0", "apiVersion": "v1"},
+        "reason": "EvictionThresholdMet",
+        "message": "Attempting to reclaim ephemeral-storage",
+        "type": "Warning",
+        "count": 3,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "source": {"component": "kubelet", "host": "adm-0"},
+    }
+    control_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(event))
+    try:
+        _sync(k8s_cluster)  # the console's ServiceAccount lists Node events cluster-wide (deploy/rbac.yaml)
+        node = Node.objects.get(cluster=k8s_cluster, name="adm-0")
+        assert [(e["reason"], e["count"]) for e in node.events] == [("EvictionThresholdMet", 3)]
+        assert {c["type"] for c in node.conditions} >= {"Ready"}
+    finally:
+        control_plane.kubectl("delete", "event", "-n", "default", event["metadata"]["name"], "--ignore-not-found")

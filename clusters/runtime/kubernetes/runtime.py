@@ -36,6 +36,7 @@ from clusters.runtime.base import (
     WatchEvent,
 )
 from clusters.runtime.kubernetes.client import api_client_for, server_url, timeouts, translate
+from clusters.services.node_health import conditions_of, recent_warnings
 from jobs.spec.quantity import parse_quantity
 
 logger = logging.getLogger("rlark.k8s")
@@ -367,6 +368,7 @@ class KubernetesRuntime(Runtime):
 
     def list_nodes(self) -> list[NodeInfo]:
         nodes, pods = self.list_nodes_raw()
+        node_events = self.node_warning_events()
         used: dict[str, dict[str, float]] = {}
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
@@ -389,9 +391,25 @@ class KubernetesRuntime(Runtime):
                     used=_resource_map(used.get(meta.get("name", ""))),
                     ready=ready,
                     unschedulable=bool((n.get("spec") or {}).get("unschedulable")),
+                    conditions=tuple(conditions_of(status.get("conditions"))),
+                    events=tuple(recent_warnings(node_events, meta.get("name", ""))),
                 )
             )
         return out
+
+    def node_warning_events(self) -> list[dict]:
+        """Warning events about Nodes in every namespace (one list call); [] where RBAC (or the server) does not
+        allow it."""
+        try:
+            raw = self._json(
+                self.core.list_event_for_all_namespaces,
+                field_selector="involvedObject.kind=Node,type=Warning",
+                what="node events",
+            )
+        except RuntimeError_ as exc:  # optional: never fail the node sync over events
+            logger.debug("node events unavailable: %s", exc)
+            return []
+        return list(raw.get("items") or [])
 
     def cordon(self, node: str, unschedulable: bool = True) -> None:
         """Set ``spec.unschedulable`` of a node (running pods are not touched)."""
