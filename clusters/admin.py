@@ -63,7 +63,10 @@ class ClusterForm(forms.ModelForm):
             has_config = bool(self._new_kubeconfig) or bool(cluster.pk and cluster.kubeconfig)
             if not data.get("in_cluster") and not has_config:
                 raise forms.ValidationError(_("A Kubernetes cluster needs a kubeconfig or the in-cluster mode."))
-            if not data.get("skip_connection_test"):
+            # replacing a registered cluster's credential is always tested first (no downtime: the old one stays
+            # until the new one passes, clusters.services.rotation); skipping is for first registrations only
+            rotating = bool(cluster.pk and self._new_kubeconfig)
+            if rotating or not data.get("skip_connection_test"):
                 probe = Cluster(
                     name=data.get("name") or "probe",
                     runtime=runtime,

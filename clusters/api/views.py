@@ -9,6 +9,7 @@
   ``{"selector", "count", "schedulable", "clusters": [{cluster, count, schedulable}], "nodes": [...]}``; without
   a selector every node (filters applied) with the same shape. System (control-plane) nodes are left out unless
   a staff user asks ``system=1``; a selector never matches them. 400 ``{"code", "detail"}`` for a bad selector.
+- ``POST clusters/<name>/credentials/`` (admin): rotate the kubeconfig or token (tested first, old kept on failure).
 - ``POST nodes/<cluster>/<node>/cordon/`` and ``.../uncordon/`` (admin).
 """
 
@@ -35,6 +36,7 @@ from clusters.runtime.base import RuntimeError_
 from clusters.services import node_sync
 from clusters.services.nodes import cluster_summary, filter_nodes, match_nodes, node_summary
 from clusters.services.registration import RegistrationError, register_cluster, set_cordon
+from clusters.services.rotation import rotate_credentials
 from clusters.services.system_nodes import show_system_nodes
 from jobs.spec.selectors import SelectorError
 from rlark_console.jsonbody import flat_fields
@@ -102,6 +104,32 @@ class ClusterSyncView(APIView):
         result = node_sync.sync_cluster_nodes(cluster, force=True)
         cluster.refresh_from_db()
         return Response({"ok": result.ok, "error": result.error, "cluster": cluster_summary(cluster)})
+
+
+class ClusterCredentialsView(APIView):
+    """``POST clusters/<name>/credentials/`` (admin) ``{"kubeconfig": ...}`` or ``{"token": ...}``: rotate without
+    downtime (``clusters.services.rotation``); 200 with the summary, 400 ``{"code", "field", "detail"}`` when the
+    new credential fails the registration check (the old one stays in use)."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        operation_id="clusters_rotate_credentials",
+        request=None,
+        responses={200: ClusterSerializer, 400: ErrorSerializer},
+    )
+    def post(self, request, name):
+        cluster = get_object_or_404(Cluster, name=name)
+        data = flat_fields(request.data, keep=("kubeconfig",))
+        try:
+            rotate_credentials(
+                cluster, kubeconfig=data.get("kubeconfig"), token=data.get("token"), actor=request.user, request=request
+            )
+        except RegistrationError as exc:
+            return Response(
+                {"code": exc.code, "field": exc.field, "detail": exc.message}, status=status.HTTP_400_BAD_REQUEST
+            )
+        return Response(cluster_summary(cluster))
 
 
 class NodeListView(APIView):

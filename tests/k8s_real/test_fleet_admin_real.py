@@ -155,3 +155,40 @@ def test_node_warning_events_reach_the_node(k8s_cluster, control_plane, own_node
         assert {c["type"] for c in node.conditions} >= {"Ready"}
     finally:
         control_plane.kubectl("delete", "event", "-n", "default", event["metadata"]["name"], "--ignore-not-found")
+
+
+def test_rotating_credentials_tests_the_new_one_and_keeps_the_old_until_then(
+    k8s_cluster, control_plane, k8s_namespace, admin_user
+):
+    from tools.k8s.fleet import console_kubeconfig
+
+    api = APIClient()
+    api.force_authenticate(admin_user)
+    old = k8s_cluster.kubeconfig
+    url = f"/api/v1/clusters/{k8s_cluster.name}/credentials/"
+
+    resp = api.post(url, {"token": "not-a-real-token"}, format="json")  # refused by the API server
+    assert resp.status_code == 400, resp.content
+    assert resp.json()["code"] == "unauthorized"
+    k8s_cluster.refresh_from_db()
+    assert k8s_cluster.kubeconfig == old
+    _sync(k8s_cluster)  # the old credential still works
+
+    # a valid token of a ServiceAccount without our RBAC: the same SelfSubjectAccessReview check refuses it
+    control_plane.kubectl("-n", k8s_namespace.name, "create", "serviceaccount", "nobody")
+    weak = control_plane.kubectl("-n", k8s_namespace.name, "create", "token", "nobody", "--duration=1h").strip()
+    resp = api.post(url, {"token": weak}, format="json")
+    assert resp.status_code == 400 and resp.json()["code"] == "forbidden", resp.content
+    assert "missing RBAC permissions" in resp.json()["detail"]
+    k8s_cluster.refresh_from_db()
+    assert k8s_cluster.kubeconfig == old
+    _sync(k8s_cluster)
+
+    fresh = console_kubeconfig(control_plane, k8s_namespace.name)["users"][0]["user"]["token"]
+    resp = api.post(url, {"token": fresh}, format="json")
+    assert resp.status_code == 200, resp.content
+    k8s_cluster.refresh_from_db()
+    assert k8s_cluster.kubeconfig != old and fresh in k8s_cluster.kubeconfig
+    _sync(k8s_cluster)  # and the new one is in use
+    assert AuditEvent.objects.filter(action="cluster.credentials_rotated", object_id=k8s_cluster.name).count() == 1
+    assert fresh not in str(list(AuditEvent.objects.values_list("detail", flat=True)))
