@@ -14,7 +14,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.audit import record
 from clusters import node_admin  # noqa: F401  (registers Node)
 from clusters.models import Cluster, ImageRegistry
-from clusters.services import node_sync
+from clusters.services import cluster_profile, node_sync
 from clusters.services.registration import RegistrationError, normalise_kubeconfig, test_connection
 
 
@@ -42,6 +42,9 @@ class ClusterForm(forms.ModelForm):
             "pod_cidr",
             "service_cidr",
             "allow_host_path",
+            "location",
+            "contact",
+            "description",
         ]
 
     def clean(self):
@@ -92,23 +95,58 @@ class ClusterForm(forms.ModelForm):
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
     form = ClusterForm
-    list_display = ("name", "runtime", "status", "status_message", "namespace", "node_count", "last_sync_at")
+    list_display = ("name", "runtime", "status", "status_message", "location", "contact", "node_count", "last_sync_at")
     list_filter = ("runtime", "status")
     search_fields = ("name",)
-    readonly_fields = ("status", "status_message", "last_sync_at", "credentials")
+    readonly_fields = (
+        "status",
+        "status_message",
+        "last_sync_at",
+        "credentials",
+        "last_error",
+        "last_error_at",
+        "offline_since",
+        "offline_periods",
+        "namespaces",
+        "storage_classes",
+        "images",
+    )
     actions = ["sync_nodes"]
     fieldsets = (
         (None, {"fields": ("name", "runtime", "namespace", "pod_cidr", "service_cidr", "allow_host_path")}),
+        (_("Location and contact"), {"fields": ("location", "contact", "description")}),
         (
             _("Credentials"),
             {"fields": ("in_cluster", "credentials", "kubeconfig_file", "kubeconfig_text", "skip_connection_test")},
         ),
         (_("Status"), {"fields": ("status", "status_message", "last_sync_at")}),
+        (_("Health history"), {"fields": ("last_error", "last_error_at", "offline_since", "offline_periods")}),
+        (_("What the cluster has"), {"fields": ("namespaces", "storage_classes", "images")}),
     )
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        return fieldsets if obj is not None else fieldsets[:3]  # history and contents once registered
+
+    @admin.display(description=_("offline periods (latest 20)"))
+    def offline_periods(self, obj):
+        return cluster_profile.offline_periods_html(obj)
+
+    @admin.display(description=_("namespaces"))
+    def namespaces(self, obj):
+        return cluster_profile.namespaces_html(obj)
+
+    @admin.display(description=_("storage classes"))
+    def storage_classes(self, obj):
+        return cluster_profile.storage_classes_html(obj)
+
+    @admin.display(description=_("images on its nodes"))
+    def images(self, obj):
+        return cluster_profile.images_html(obj)
 
     @admin.display(description=_("nodes"))
     def node_count(self, obj):
-        return obj.nodes.count()
+        return obj.nodes.filter(system=False).count()
 
     @admin.display(description=_("stored kubeconfig"))
     def credentials(self, obj):

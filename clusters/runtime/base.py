@@ -61,6 +61,8 @@ class NodeInfo:
     conditions: tuple[dict[str, Any], ...] = ()
     # Warning events about this node ({"reason", "message", "count", "last_time"}, ...), when the runtime has them
     events: tuple[dict[str, Any], ...] = ()
+    # image names the node has pulled (Kubernetes ``status.images``; first name of each, at most 100)
+    images: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

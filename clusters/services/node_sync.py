@@ -33,7 +33,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from clusters.models import Cluster, Node
+from clusters.models import Cluster, ClusterOutage, Node
 from clusters.runtime.base import NodeInfo, RuntimeError_
 from clusters.services.node_metadata import effective_fields
 
@@ -55,6 +55,7 @@ SYNC_FIELDS = (
     "unschedulable",
     "conditions",
     "events",
+    "images",
 )
 _failures: dict[int, tuple[int, float]] = {}  # cluster pk -> (consecutive failures, next attempt monotonic)
 # Slow failures (timeouts: each attempt costs seconds of the shared sync cycle) back off inside
@@ -114,6 +115,7 @@ def node_fields(info: NodeInfo, row: Node | None = None) -> dict[str, Any]:
         "unschedulable": bool(info.unschedulable),
         "conditions": list(info.conditions),
         "events": list(info.events),
+        "images": list(info.images),
     }
 
 
@@ -125,6 +127,12 @@ def _set_cluster(cluster: Cluster, status: str, message: str, now) -> None:
     if cluster.status_message != message:
         cluster.status_message = message
         fields.append("status_message")
+    if cluster.offline_since is not None:  # back after an outage: one history row (issue 15 point 6)
+        ClusterOutage.objects.create(
+            cluster=cluster, started_at=cluster.offline_since, ended_at=now, reason=cluster.last_error[:2000]
+        )
+        cluster.offline_since = None
+        fields.append("offline_since")
     if fields or cluster.last_sync_at is None or now - cluster.last_sync_at >= HEARTBEAT:
         cluster.last_sync_at = now
         fields.append("last_sync_at")
@@ -139,7 +147,13 @@ def mark_offline(cluster: Cluster, message: str) -> None:
         fields["status"] = cluster.status = Cluster.Status.OFFLINE
     if cluster.status_message != message:
         fields["status_message"] = cluster.status_message = message
-    if fields:
+    if (
+        fields or cluster.offline_since is None
+    ):  # health history: the last error and when the offline period began (issue 15 point 6)
+        fields["last_error"] = cluster.last_error = message
+        fields["last_error_at"] = cluster.last_error_at = timezone.now()
+        if cluster.offline_since is None:
+            fields["offline_since"] = cluster.offline_since = cluster.last_error_at
         Cluster.objects.filter(pk=cluster.pk).update(**fields)
         Node.objects.filter(cluster=cluster, online=True).update(online=False)
 

@@ -189,6 +189,12 @@ def cluster_summary(cluster: Cluster, nodes: list[Node] | None = None) -> dict[s
         "service_cidr": cluster.service_cidr,
         "allow_host_path": cluster.allow_host_path,
         "last_sync_at": cluster.last_sync_at.isoformat() if cluster.last_sync_at else None,
+        "location": cluster.location,
+        "contact": cluster.contact,
+        "description": cluster.description,
+        "last_error": cluster.last_error,
+        "last_error_at": cluster.last_error_at.isoformat() if cluster.last_error_at else None,
+        "offline_since": cluster.offline_since.isoformat() if cluster.offline_since else None,
         "created_at": cluster.created_at.isoformat() if cluster.created_at else None,
         "nodes": {
             "total": len(nodes),

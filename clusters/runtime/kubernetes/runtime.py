@@ -393,6 +393,9 @@ class KubernetesRuntime(Runtime):
                     unschedulable=bool((n.get("spec") or {}).get("unschedulable")),
                     conditions=tuple(conditions_of(status.get("conditions"))),
                     events=tuple(recent_warnings(node_events, meta.get("name", ""))),
+                    images=tuple(
+                        sorted({(i.get("names") or [""])[-1] for i in status.get("images") or [] if i.get("names")})
+                    )[:100],
                 )
             )
         return out
