@@ -66,7 +66,7 @@ class Node(models.Model):
     ``clusters.services.node_metadata.merge``: console-owned keys win, discovered keys are kept for the rest.
     """
 
-    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes", verbose_name=_("cluster"))
     name = models.CharField(_("name"), max_length=253)
     labels = models.JSONField(_("labels"), default=dict, blank=True)
     annotations = models.JSONField(_("annotations"), default=dict, blank=True)

@@ -70,7 +70,8 @@ class LabelFilter(admin.ListFilter):
         return True
 
     def choices(self, changelist):
-        return [{"value": self.value, "query_string": changelist.get_query_string(remove=[self.parameter_name])}]
+        keep = [(k, v) for k, v in changelist.params.items() if k not in (self.parameter_name, "p")]
+        return [{"value": self.value, "params": keep}]
 
     def expected_parameters(self):
         return [self.parameter_name]

@@ -36,6 +36,7 @@ from django.utils import timezone
 from clusters.models import Cluster, ClusterOutage, Node
 from clusters.runtime.base import NodeInfo, RuntimeError_
 from clusters.services.node_metadata import effective_fields
+from clusters.services.system_nodes import is_system_node
 
 logger = logging.getLogger("rlark.sync")
 
@@ -223,8 +224,9 @@ def apply_node_infos(cluster: Cluster, infos: list[NodeInfo]) -> SyncResult:
         Node.objects.bulk_update(to_update, sorted(changed_fields))
     if stale:
         Node.objects.filter(pk__in=stale).delete()
-    total = len(infos)
-    not_ready = sum(1 for i in infos if not i.ready)
+    business = [i for i in infos if not is_system_node(i.labels)]  # cluster totals skip control-plane nodes
+    total = len(business)
+    not_ready = sum(1 for i in business if not i.ready)
     if total == 0:
         status, message = Cluster.Status.DEGRADED, "the cluster reports no nodes"
     elif not_ready:
