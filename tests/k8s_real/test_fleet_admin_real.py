@@ -93,7 +93,11 @@ def test_cordon_and_uncordon_set_spec_unschedulable_and_are_audited(k8s_cluster,
 
 
 def test_control_plane_node_is_a_system_node(k8s_cluster, control_plane, own_nodes, admin_user):
-    wait_for(lambda: node_sync.sync_cluster_nodes(k8s_cluster, force=True).nodes >= 9, 20, "own nodes synced")
+    def synced() -> bool:
+        node_sync.sync_cluster_nodes(k8s_cluster, force=True)
+        return Node.objects.filter(cluster=k8s_cluster, name__in=own_nodes).count() == 3
+
+    wait_for(synced, 20, "own nodes synced")
     assert Node.objects.get(cluster=k8s_cluster, name="adm-cp").system
     api = APIClient()
     api.force_authenticate(admin_user)
