@@ -143,6 +143,7 @@ def test_reset_password_and_user_page_shows_jobs_keys_tokens(client, admin_user,
     client.force_login(admin_user)
     page = client.get(f"/admin/auth/user/{alice.pk}/change/").content.decode()
     assert "alice-run" in page and "alice-key" in page and "alice-token" in page
+    client.cookies["django_language"] = "en"
     resp = client.post("/admin/auth/user/", {"action": "reset_passwords", "_selected_action": [alice.pk]}, follow=True)
     text = resp.content.decode()
     marker = "alice: "
