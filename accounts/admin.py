@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
@@ -12,6 +12,7 @@ from django.utils.html import format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
+from accounts import users
 from accounts.models import APIToken, AuditEvent
 from rlark_console.redirects import safe_next
 
@@ -125,6 +126,65 @@ def _register_user_admin() -> None:
     class ConsoleUserAdmin(base):
         inlines = [*getattr(base, "inlines", []), APITokenInline, _ssh_key_inline()]
         list_display = ["username", "email", "is_staff", "is_active", "last_login", "date_joined"]
+        actions = ["deactivate", "reactivate", "reset_passwords"]
+        readonly_fields = [*getattr(base, "readonly_fields", ()), "user_jobs"]
+
+        def get_fieldsets(self, request, obj=None):
+            fieldsets = list(super().get_fieldsets(request, obj))
+            if obj is not None:
+                fieldsets.append((_("Jobs"), {"fields": ["user_jobs"]}))
+            return fieldsets
+
+        @admin.display(description=_("jobs of this user"))
+        def user_jobs(self, obj):
+            from jobs.models import Job
+
+            jobs = Job.objects.filter(owner=obj).order_by("-created_at")[:50]
+            return (
+                format_html_join(
+                    " ",
+                    '<a href="{}"><code>{}</code></a> {}',
+                    ((reverse("jobs:detail", args=[j.name]), j.name, j.get_phase_display()) for j in jobs),
+                )
+                or "—"
+            )
+
+        def save_model(self, request, obj, form, change):
+            deactivating = change and "is_active" in form.changed_data and not obj.is_active
+            super().save_model(request, obj, form, change)
+            if deactivating:  # unticking "active" closes everything the user holds, as the action does
+                users.deactivate_user(obj, actor=request.user, request=request)
+
+        @admin.action(description=_("Deactivate (revoke tokens, end sessions and terminals)"))
+        def deactivate(self, request, queryset):
+            done = tokens = 0
+            for user in queryset.exclude(pk=request.user.pk):
+                result = users.deactivate_user(user, actor=request.user, request=request)
+                done, tokens = done + 1, tokens + result.tokens
+            self.message_user(
+                request,
+                _("Deactivated %(n)d users; %(t)d API tokens revoked.") % {"n": done, "t": tokens},
+                messages.SUCCESS,
+            )
+            if queryset.filter(pk=request.user.pk).exists():
+                self.message_user(request, _("You cannot deactivate yourself."), messages.WARNING)
+
+        @admin.action(description=_("Reactivate"))
+        def reactivate(self, request, queryset):
+            for user in queryset:
+                users.reactivate_user(user, actor=request.user, request=request)
+            self.message_user(request, _("Reactivated %(n)d users.") % {"n": queryset.count()}, messages.SUCCESS)
+
+        @admin.action(description=_("Reset passwords (shown once)"))
+        def reset_passwords(self, request, queryset):
+            for user in queryset:
+                password = users.reset_password(user, actor=request.user, request=request)
+                self.message_user(
+                    request,
+                    _("New password of %(user)s: %(password)s (shown once; their sessions were ended)")
+                    % {"user": user.username, "password": password},
+                    messages.WARNING,
+                )
 
     if user_model in admin.site._registry:
         admin.site.unregister(user_model)

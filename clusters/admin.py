@@ -12,10 +12,10 @@ from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 
 from accounts.audit import record
-from clusters.models import Cluster, ImageRegistry, Node
-from clusters.runtime.base import RuntimeError_
-from clusters.services import node_sync
-from clusters.services.registration import RegistrationError, normalise_kubeconfig, set_cordon, test_connection
+from clusters import node_admin  # noqa: F401  (registers Node)
+from clusters.models import Cluster, ImageRegistry
+from clusters.services import cluster_profile, node_sync
+from clusters.services.registration import RegistrationError, normalise_kubeconfig, test_connection
 
 
 class ClusterForm(forms.ModelForm):
@@ -42,6 +42,9 @@ class ClusterForm(forms.ModelForm):
             "pod_cidr",
             "service_cidr",
             "allow_host_path",
+            "location",
+            "contact",
+            "description",
         ]
 
     def clean(self):
@@ -63,7 +66,10 @@ class ClusterForm(forms.ModelForm):
             has_config = bool(self._new_kubeconfig) or bool(cluster.pk and cluster.kubeconfig)
             if not data.get("in_cluster") and not has_config:
                 raise forms.ValidationError(_("A Kubernetes cluster needs a kubeconfig or the in-cluster mode."))
-            if not data.get("skip_connection_test"):
+            # replacing a registered cluster's credential is always tested first (no downtime: the old one stays
+            # until the new one passes, clusters.services.rotation); skipping is for first registrations only
+            rotating = bool(cluster.pk and self._new_kubeconfig)
+            if rotating or not data.get("skip_connection_test"):
                 probe = Cluster(
                     name=data.get("name") or "probe",
                     runtime=runtime,
@@ -89,23 +95,58 @@ class ClusterForm(forms.ModelForm):
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
     form = ClusterForm
-    list_display = ("name", "runtime", "status", "status_message", "namespace", "node_count", "last_sync_at")
+    list_display = ("name", "runtime", "status", "status_message", "location", "contact", "node_count", "last_sync_at")
     list_filter = ("runtime", "status")
     search_fields = ("name",)
-    readonly_fields = ("status", "status_message", "last_sync_at", "credentials")
+    readonly_fields = (
+        "status",
+        "status_message",
+        "last_sync_at",
+        "credentials",
+        "last_error",
+        "last_error_at",
+        "offline_since",
+        "offline_periods",
+        "namespaces",
+        "storage_classes",
+        "images",
+    )
     actions = ["sync_nodes"]
     fieldsets = (
         (None, {"fields": ("name", "runtime", "namespace", "pod_cidr", "service_cidr", "allow_host_path")}),
+        (_("Location and contact"), {"fields": ("location", "contact", "description")}),
         (
             _("Credentials"),
             {"fields": ("in_cluster", "credentials", "kubeconfig_file", "kubeconfig_text", "skip_connection_test")},
         ),
         (_("Status"), {"fields": ("status", "status_message", "last_sync_at")}),
+        (_("Health history"), {"fields": ("last_error", "last_error_at", "offline_since", "offline_periods")}),
+        (_("What the cluster has"), {"fields": ("namespaces", "storage_classes", "images")}),
     )
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        return fieldsets if obj is not None else fieldsets[:3]  # history and contents once registered
+
+    @admin.display(description=_("offline periods (latest 20)"))
+    def offline_periods(self, obj):
+        return cluster_profile.offline_periods_html(obj)
+
+    @admin.display(description=_("namespaces"))
+    def namespaces(self, obj):
+        return cluster_profile.namespaces_html(obj)
+
+    @admin.display(description=_("storage classes"))
+    def storage_classes(self, obj):
+        return cluster_profile.storage_classes_html(obj)
+
+    @admin.display(description=_("images on its nodes"))
+    def images(self, obj):
+        return cluster_profile.images_html(obj)
 
     @admin.display(description=_("nodes"))
     def node_count(self, obj):
-        return obj.nodes.count()
+        return obj.nodes.filter(system=False).count()
 
     @admin.display(description=_("stored kubeconfig"))
     def credentials(self, obj):
@@ -140,35 +181,6 @@ class ClusterAdmin(admin.ModelAdmin):
                 else (f"{cluster.name}: {result.error}")
             )
             self.message_user(request, text, level)
-
-
-@admin.register(Node)
-class NodeAdmin(admin.ModelAdmin):
-    list_display = ("name", "cluster", "category", "gpu_model", "online", "unschedulable", "last_seen")
-    list_filter = ("cluster", "category", "gpu_model", "online", "unschedulable")
-    search_fields = ("name",)
-    readonly_fields = ("capacity", "allocatable", "used", "last_seen")
-    actions = ["cordon", "uncordon"]
-
-    def _set(self, request, queryset, value: bool):
-        done = 0
-        for node in queryset.select_related("cluster"):
-            try:
-                set_cordon(node, value, actor=request.user, request=request)
-                done += 1
-            except RuntimeError_ as exc:
-                self.message_user(request, f"{node.cluster.name}/{node.name}: {exc}", messages.ERROR)
-        if done:
-            msg = _("Cordoned %(n)d nodes.") if value else _("Uncordoned %(n)d nodes.")
-            self.message_user(request, msg % {"n": done}, messages.SUCCESS)
-
-    @admin.action(description=_("Cordon (no new Workers; running ones keep running)"))
-    def cordon(self, request, queryset):
-        self._set(request, queryset, True)
-
-    @admin.action(description=_("Uncordon (resume scheduling)"))
-    def uncordon(self, request, queryset):
-        self._set(request, queryset, False)
 
 
 class ImageRegistryForm(forms.ModelForm):

@@ -8,6 +8,7 @@ urlpatterns = [
     path("clusters/", views.ClusterListView.as_view(), name="api-clusters"),
     path("clusters/<str:name>/", views.ClusterDetailView.as_view(), name="api-cluster"),
     path("clusters/<str:name>/sync/", views.ClusterSyncView.as_view(), name="api-cluster-sync"),
+    path("clusters/<str:name>/credentials/", views.ClusterCredentialsView.as_view(), name="api-cluster-credentials"),
     path("nodes/", views.NodeListView.as_view(), name="api-nodes"),
     path("nodes/<str:cluster>/<str:name>/cordon/", views.NodeCordonView.as_view(), name="api-node-cordon"),
     path(

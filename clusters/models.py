@@ -42,6 +42,12 @@ class Cluster(models.Model):
     )
     last_sync_at = models.DateTimeField(_("last sync"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    location = models.CharField(_("location"), max_length=128, blank=True)
+    contact = models.CharField(_("contact"), max_length=255, blank=True)
+    description = models.TextField(_("description"), blank=True, max_length=2000)
+    last_error = models.TextField(_("last error"), blank=True)
+    last_error_at = models.DateTimeField(_("last error at"), null=True, blank=True)
+    offline_since = models.DateTimeField(_("offline since"), null=True, blank=True)
 
     class Meta:
         ordering = ["name"]
@@ -53,9 +59,14 @@ class Cluster(models.Model):
 
 
 class Node(models.Model):
-    """A node of a cluster as last synced. Resource maps: name -> number (cpu cores, memory bytes, counts)."""
+    """A node of a cluster as last synced. Resource maps: name -> number (cpu cores, memory bytes, counts).
 
-    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
+    ``labels``/``annotations`` are the *effective* metadata every reader uses (selectors, category, GPU model):
+    ``discovered_*`` (what the cluster reports) merged with ``console_*`` (what an admin set in the console) by
+    ``clusters.services.node_metadata.merge``: console-owned keys win, discovered keys are kept for the rest.
+    """
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes", verbose_name=_("cluster"))
     name = models.CharField(_("name"), max_length=253)
     labels = models.JSONField(_("labels"), default=dict, blank=True)
     annotations = models.JSONField(_("annotations"), default=dict, blank=True)
@@ -66,6 +77,19 @@ class Node(models.Model):
     category = models.CharField(_("category"), max_length=32, blank=True)
     online = models.BooleanField(_("online"), default=True)
     unschedulable = models.BooleanField(_("cordoned"), default=False)
+    system = models.BooleanField(
+        _("system node"),
+        default=False,
+        db_index=True,
+        help_text=_("A control-plane node: hidden from node lists, totals and job matching."),
+    )
+    discovered_labels = models.JSONField(_("discovered labels"), default=dict, blank=True)
+    discovered_annotations = models.JSONField(_("discovered annotations"), default=dict, blank=True)
+    console_labels = models.JSONField(_("console labels"), default=dict, blank=True)
+    console_annotations = models.JSONField(_("console annotations"), default=dict, blank=True)
+    conditions = models.JSONField(_("conditions"), default=list, blank=True)
+    events = models.JSONField(_("recent Warning events"), default=list, blank=True)
+    images = models.JSONField(_("pulled images"), default=list, blank=True)
     last_seen = models.DateTimeField(_("last seen"), null=True, blank=True)
 
     class Meta:
@@ -76,6 +100,23 @@ class Node(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.name}"
+
+
+class ClusterOutage(models.Model):
+    """One finished offline period of a cluster (the current one, if any, is ``Cluster.offline_since``)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="outages")
+    started_at = models.DateTimeField(_("offline from"))
+    ended_at = models.DateTimeField(_("back online at"))
+    reason = models.TextField(_("reason"), blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        verbose_name = _("offline period")
+        verbose_name_plural = _("offline periods")
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name} {self.started_at:%Y-%m-%d %H:%M} - {self.ended_at:%H:%M}"
 
 
 class ImageRegistry(models.Model):

@@ -15,6 +15,7 @@ from clusters.models import Cluster, Node
 from clusters.runtime.base import RuntimeError_
 from clusters.services.nodes import cluster_summary, filter_nodes, match_nodes, node_summary
 from clusters.services.registration import set_cordon
+from clusters.services.system_nodes import show_system_nodes
 from jobs.spec.selectors import SelectorError
 from rlark_console.redirects import safe_next
 
@@ -36,7 +37,8 @@ def clusters_page(request: HttpRequest) -> HttpResponse:
     all_nodes = [n for c in clusters for n in c.nodes.all()]
     for n in all_nodes:  # avoid one query per node for n.cluster
         n.cluster = next(c for c in clusters if c.pk == n.cluster_id)
-    shown = filter_nodes(all_nodes, **filters)
+    show_system = show_system_nodes(request.user, q)
+    shown = filter_nodes(all_nodes, **filters, system=show_system)
     blocks = []
     for c in clusters:
         if filters["cluster"] and c.name != filters["cluster"]:
@@ -57,8 +59,9 @@ def clusters_page(request: HttpRequest) -> HttpResponse:
     context = {
         "blocks": blocks,
         "filters": filters,
+        "show_system": show_system,
         "categories": CATEGORIES,
-        "gpu_models": sorted({n.gpu_model for n in all_nodes if n.gpu_model}),
+        "gpu_models": sorted({n.gpu_model for n in all_nodes if n.gpu_model and not n.system}),
         "cluster_names": [c.name for c in clusters],
         "selector": q.get("selector", ""),
         "match": _match_context(q.get("selector", "")),

@@ -48,7 +48,7 @@ class UIInventory:
     def __init__(self) -> None:
         # Online clusters first: a new role's default is the first *available* cluster (upstream 7.1).
         self.clusters = sorted(Cluster.objects.all(), key=lambda c: (c.status != Cluster.Status.ONLINE, c.name))
-        self.nodes = list(Node.objects.select_related("cluster").order_by("cluster__name", "name"))
+        self.nodes = list(Node.objects.select_related("cluster").filter(system=False).order_by("cluster__name", "name"))
 
     @property
     def cluster_names(self) -> list[str]:

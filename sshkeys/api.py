@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sshkeys import services
+from sshkeys import batch, services
 from sshkeys.models import SSHPublicKey
 
 
@@ -24,7 +24,8 @@ class SSHKeySerializer(serializers.ModelSerializer):
 
 class SSHKeyCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=services.NAME_MAX, required=False, allow_blank=True)
-    key = serializers.CharField(trim_whitespace=True)
+    key = serializers.CharField(trim_whitespace=True, max_length=batch.MAX_TEXT)
+    user = serializers.CharField(max_length=150, required=False, allow_blank=True)
 
 
 def error_response(exc: services.SSHKeyError) -> Response:
@@ -47,14 +48,32 @@ class SSHKeyListView(APIView):
         return Response(SSHKeySerializer(qs, many=True).data)
 
     def post(self, request):
+        """``{name, key, user?}``. ``key`` may be a whole ``authorized_keys`` file: one line -> 201 with the key;
+        several -> 201 ``{"added": [key...], "count"}``, or 400 ``{"code": "ssh_key_lines_invalid", "detail",
+        "errors": [{"line", "code", "detail"}]}`` with nothing stored (``sshkeys.batch``). ``user``: staff add
+        for that user (400 ``user_invalid`` if no such active user); anyone else naming another user -> 403."""
         data = dict(request.data.items()) if hasattr(request.data, "items") else {}
         if "key" not in data and "public_key" in data:  # upstream field name (ssh-user-keys API)
             data["key"] = data["public_key"]
         ser = SSHKeyCreateSerializer(data=data)
         if not ser.is_valid():
             return Response({"code": "invalid", "detail": ser.errors}, status=status.HTTP_400_BAD_REQUEST)
+        name, text = ser.validated_data.get("name", ""), ser.validated_data["key"]
         try:
-            key = services.add_key(request.user, ser.validated_data.get("name", ""), ser.validated_data["key"], request)
+            owner = batch.resolve_owner(request.user, ser.validated_data.get("user"))
+            if owner == request.user and len(text.strip().splitlines()) == 1:
+                key = services.add_key(request.user, name, text, request)
+            else:
+                keys = batch.add_keys(request.user, owner, name, text, request)
+                if len(keys) > 1:
+                    data = SSHKeySerializer(keys, many=True).data
+                    return Response({"added": data, "count": len(keys)}, status=status.HTTP_201_CREATED)
+                key = keys[0]
+        except batch.OwnerForbidden as exc:
+            return Response({"code": "forbidden", "detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+        except batch.BatchKeyError as exc:
+            body = {"code": exc.code, "detail": exc.message, "errors": exc.errors}
+            return Response(body, status=status.HTTP_400_BAD_REQUEST)
         except services.SSHKeyError as exc:
             return error_response(exc)
         return Response(SSHKeySerializer(key).data, status=status.HTTP_201_CREATED)

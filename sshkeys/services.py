@@ -58,6 +58,7 @@ TYPE_LABELS = {
 }
 _TYPE_LIKE = re.compile(r"^(ssh|ecdsa|sk|x509v3|rsa|dsa|pgp)[-a-z0-9@.]*$", re.IGNORECASE)
 _PRIVATE_MARKERS = ("PRIVATE KEY", "PuTTY-User-Key-File", "BEGIN SSH2 ENCRYPTED")
+PRIVATE_MARKERS = _PRIVATE_MARKERS
 
 
 class SSHKeyError(ValueError):

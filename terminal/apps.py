@@ -6,3 +6,6 @@ class TerminalConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "terminal"
     verbose_name = _("Logs and WebTerminal")
+
+    def ready(self) -> None:
+        from terminal.services import user_sessions  # noqa: F401  (registers the user_deactivated receiver)

@@ -28,7 +28,7 @@ from django.conf import settings
 
 from accounts.clientaddr import scope_address
 from clusters.runtime.base import PodNotFound, RuntimeError_
-from terminal.services import access, logs, sessions, transfer
+from terminal.services import access, logs, sessions, transfer, user_sessions
 from terminal.services.runtimes import runtime_for
 
 logger = logging.getLogger(__name__)
@@ -394,6 +394,8 @@ class TerminalConsumer(_JobSocket):
         self.session = await database_sync_to_async(sessions.open_session)(
             self.scope["user"], self.job_name, target.pod, target.namespace, scope_address(self.scope)
         )
+        if self.channel_layer is not None and self.user_id is not None:  # deactivation closes it at once
+            await self.channel_layer.group_add(user_sessions.group_name(self.user_id), self.channel_name)
         self.loop = asyncio.get_running_loop()
         self.out_q: asyncio.Queue = asyncio.Queue(maxsize=self.queue_size)
         self.io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="term-io")
@@ -778,6 +780,10 @@ class TerminalConsumer(_JobSocket):
         await self._transfer_done(error is None, error)
 
     # --- teardown -----------------------------------------------------------------------
+    async def account_deactivated(self, event) -> None:
+        """``accounts.signals.user_deactivated`` (via ``terminal.services.user_sessions``): close now."""
+        await self._finish(access.CLOSE_AUTH, user_sessions.REASON)
+
     async def _finish(self, code: int, reason: str, exit_code: int | None = None) -> None:
         if self.finished:
             return

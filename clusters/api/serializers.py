@@ -31,6 +31,12 @@ class ClusterSerializer(serializers.Serializer):
     allow_host_path = serializers.BooleanField()
     last_sync_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField(allow_null=True)
+    location = serializers.CharField()
+    contact = serializers.CharField()
+    description = serializers.CharField()
+    last_error = serializers.CharField()
+    last_error_at = serializers.DateTimeField(allow_null=True)
+    offline_since = serializers.DateTimeField(allow_null=True)
     nodes = CountsSerializer()
     gpus = AmountSerializer()
 

@@ -4,9 +4,12 @@
 - ``POST clusters/`` (admin): register (``clusters.services.registration.register_cluster``); 201 with the
   summary, 400 ``{"code", "field", "detail"}`` (e.g. the connectivity test's reason).
 - ``GET clusters/<name>/``: summary plus ``node_list``. ``POST clusters/<name>/sync/`` (admin): sync now.
-- ``GET nodes/?selector=k=v,k2=v2[&cluster=&category=&gpu_model=&label=]``: the global match view the wizard uses:
+- ``GET nodes/?selector=k=v,k2=v2[&cluster=&category=&gpu_model=&label=&system=1]``: the global match view the
+  wizard uses:
   ``{"selector", "count", "schedulable", "clusters": [{cluster, count, schedulable}], "nodes": [...]}``; without
-  a selector every node (filters applied) with the same shape. 400 ``{"code", "detail"}`` for a bad selector.
+  a selector every node (filters applied) with the same shape. System (control-plane) nodes are left out unless
+  a staff user asks ``system=1``; a selector never matches them. 400 ``{"code", "detail"}`` for a bad selector.
+- ``POST clusters/<name>/credentials/`` (admin): rotate the kubeconfig or token (tested first, old kept on failure).
 - ``POST nodes/<cluster>/<node>/cordon/`` and ``.../uncordon/`` (admin).
 """
 
@@ -33,6 +36,8 @@ from clusters.runtime.base import RuntimeError_
 from clusters.services import node_sync
 from clusters.services.nodes import cluster_summary, filter_nodes, match_nodes, node_summary
 from clusters.services.registration import RegistrationError, register_cluster, set_cordon
+from clusters.services.rotation import rotate_credentials
+from clusters.services.system_nodes import show_system_nodes
 from jobs.spec.selectors import SelectorError
 from rlark_console.jsonbody import flat_fields
 
@@ -86,7 +91,8 @@ class ClusterDetailView(APIView):
     def get(self, request, name):
         cluster = get_object_or_404(_clusters_with_nodes(), name=name)
         nodes = list(cluster.nodes.all())
-        return Response({**cluster_summary(cluster, nodes), "node_list": [node_summary(n) for n in nodes]})
+        shown = filter_nodes(nodes, system=show_system_nodes(request.user, request.query_params))
+        return Response({**cluster_summary(cluster, nodes), "node_list": [node_summary(n) for n in shown]})
 
 
 class ClusterSyncView(APIView):
@@ -100,6 +106,32 @@ class ClusterSyncView(APIView):
         return Response({"ok": result.ok, "error": result.error, "cluster": cluster_summary(cluster)})
 
 
+class ClusterCredentialsView(APIView):
+    """``POST clusters/<name>/credentials/`` (admin) ``{"kubeconfig": ...}`` or ``{"token": ...}``: rotate without
+    downtime (``clusters.services.rotation``); 200 with the summary, 400 ``{"code", "field", "detail"}`` when the
+    new credential fails the registration check (the old one stays in use)."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        operation_id="clusters_rotate_credentials",
+        request=None,
+        responses={200: ClusterSerializer, 400: ErrorSerializer},
+    )
+    def post(self, request, name):
+        cluster = get_object_or_404(Cluster, name=name)
+        data = flat_fields(request.data, keep=("kubeconfig",))
+        try:
+            rotate_credentials(
+                cluster, kubeconfig=data.get("kubeconfig"), token=data.get("token"), actor=request.user, request=request
+            )
+        except RegistrationError as exc:
+            return Response(
+                {"code": exc.code, "field": exc.field, "detail": exc.message}, status=status.HTTP_400_BAD_REQUEST
+            )
+        return Response(cluster_summary(cluster))
+
+
 class NodeListView(APIView):
     permission_classes = [IsAuthenticated]
 
@@ -111,6 +143,7 @@ class NodeListView(APIView):
             OpenApiParameter("category", str, enum=["cloud", "edge", "robot", "unknown"]),
             OpenApiParameter("gpu_model", str),
             OpenApiParameter("label", str, description="key or key=value"),
+            OpenApiParameter("system", bool, description="staff only: include system (control-plane) nodes"),
         ],
         responses={200: NodeMatchSerializer, 400: ErrorSerializer},
     )
@@ -123,6 +156,7 @@ class NodeListView(APIView):
             gpu_model=q.get("gpu_model", ""),
             label=q.get("label", ""),
             cluster=q.get("cluster", ""),
+            system=show_system_nodes(request.user, q),
         )
         selector = q.get("selector", "")
         if selector.strip():

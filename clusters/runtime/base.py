@@ -59,6 +59,12 @@ class NodeInfo:
     used: dict[str, float] = dataclasses.field(default_factory=dict)
     ready: bool = True
     unschedulable: bool = False
+    # ({"type", "status", "reason", "message", "last_transition"}, ...) as the node reports them
+    conditions: tuple[dict[str, Any], ...] = ()
+    # Warning events about this node ({"reason", "message", "count", "last_time"}, ...), when the runtime has them
+    events: tuple[dict[str, Any], ...] = ()
+    # image names the node has pulled (Kubernetes ``status.images``; first name of each, at most 100)
+    images: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

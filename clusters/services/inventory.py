@@ -42,21 +42,30 @@ def upsert_local_nodes(cluster: Cluster, nodes: Iterable[dict[str, Any]]) -> lis
     """Create/update a local cluster's virtual nodes from Kubernetes-style dicts
     ``{"name", "labels", "capacity", "annotations"?}``. Each node also gets the label
     ``kubernetes.io/hostname: <name>``; allocatable = capacity (nothing reserved)."""
+    from clusters.services.node_metadata import effective_fields  # imports this module
+
     rows = []
+    existing = {n.name: n for n in Node.objects.filter(cluster=cluster)}
     for spec in nodes:
         labels = {**dict(spec.get("labels") or {}), "kubernetes.io/hostname": spec["name"]}
         annotations = dict(spec.get("annotations") or {})
         capacity = {k: _number(v) for k, v in (spec.get("capacity") or {}).items()}
+        row = existing.get(spec["name"])
         node, _ = Node.objects.update_or_create(
             cluster=cluster,
             name=spec["name"],
             defaults={
-                "labels": labels,
-                "annotations": annotations,
+                "discovered_labels": labels,
+                "discovered_annotations": annotations,
+                **effective_fields(
+                    labels,
+                    annotations,
+                    row.console_labels if row else {},
+                    row.console_annotations if row else {},
+                    capacity,
+                ),
                 "capacity": capacity,
                 "allocatable": dict(capacity),
-                "gpu_model": gpu_model(labels, annotations),
-                "category": category(labels, capacity),
                 "online": True,
                 "last_seen": timezone.now(),
             },

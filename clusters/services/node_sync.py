@@ -10,9 +10,11 @@ after registration. Rules:
   ``bulk_update`` (only the changed fields) / ``delete`` for what differs. ``last_seen`` and the cluster's
   ``last_sync_at`` are heartbeats refreshed at most every ``HEARTBEAT`` seconds, so an unchanged cluster costs
   a constant number of queries (independent of pod and node counts).
-- Node fields: labels, annotations, capacity/allocatable/used (numbers: cpu cores, memory bytes, counts),
-  GPU model (``rlark.io/gpu-model`` then ``rlark.io/model``), category (``rlark.io/node-category*`` labels, else
-  ``cloud`` with a GPU, else ``unknown``), ``online`` = Ready, ``unschedulable`` = cordoned (shown separately).
+- Node fields: discovered labels/annotations; the effective ones merged with the console-owned metadata
+  (console keys win, ``clusters.services.node_metadata``); ``system`` (control-plane, ``system_nodes``);
+  capacity/allocatable/used (numbers: cpu cores, memory bytes, counts); GPU model (``rlark.io/gpu-model`` then
+  ``rlark.io/model``), category (``rlark.io/node-category*`` labels, else ``cloud`` with a GPU, else ``unknown``),
+  ``online`` = Ready, ``unschedulable`` = cordoned (shown separately).
 - Cluster status after a successful list: ``online`` when every node is Ready, ``degraded`` when some are not
   (or the cluster has no nodes), with a message saying how many.
 
@@ -31,16 +33,20 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from clusters.models import Cluster, Node
+from clusters.models import Cluster, ClusterOutage, Node
 from clusters.runtime.base import NodeInfo, RuntimeError_
-from clusters.services.inventory import category, gpu_model
+from clusters.services.node_metadata import effective_fields
+from clusters.services.system_nodes import is_system_node
 
 logger = logging.getLogger("rlark.sync")
 
 HEARTBEAT = timedelta(seconds=60)
 SYNC_FIELDS = (
+    "discovered_labels",
+    "discovered_annotations",
     "labels",
     "annotations",
+    "system",
     "capacity",
     "allocatable",
     "used",
@@ -48,6 +54,9 @@ SYNC_FIELDS = (
     "category",
     "online",
     "unschedulable",
+    "conditions",
+    "events",
+    "images",
 )
 _failures: dict[int, tuple[int, float]] = {}  # cluster pk -> (consecutive failures, next attempt monotonic)
 # Slow failures (timeouts: each attempt costs seconds of the shared sync cycle) back off inside
@@ -86,18 +95,28 @@ def get_runtime(cluster: Cluster) -> Any:
     raise RuntimeError_(f"no runtime for {cluster.runtime!r}", reason="invalid")
 
 
-def node_fields(info: NodeInfo) -> dict[str, Any]:
-    """The ``Node`` column values for one runtime ``NodeInfo``."""
+def node_fields(info: NodeInfo, row: Node | None = None) -> dict[str, Any]:
+    """The ``Node`` column values for one runtime ``NodeInfo``. The cluster's labels/annotations land in
+    ``discovered_*``; the effective ``labels``/``annotations`` merge in ``row``'s console-owned metadata
+    (``clusters.services.node_metadata.merge``: console keys win), so a sync never overwrites them."""
     return {
-        "labels": dict(info.labels),
-        "annotations": dict(info.annotations),
+        "discovered_labels": dict(info.labels),
+        "discovered_annotations": dict(info.annotations),
+        **effective_fields(
+            info.labels,
+            info.annotations,
+            row.console_labels if row is not None else {},
+            row.console_annotations if row is not None else {},
+            info.capacity or info.allocatable,
+        ),
         "capacity": dict(info.capacity),
         "allocatable": dict(info.allocatable),
         "used": dict(info.used),
-        "gpu_model": gpu_model(info.labels, info.annotations),
-        "category": category(info.labels, info.capacity or info.allocatable),
         "online": bool(info.ready),
         "unschedulable": bool(info.unschedulable),
+        "conditions": list(info.conditions),
+        "events": list(info.events),
+        "images": list(info.images),
     }
 
 
@@ -109,6 +128,12 @@ def _set_cluster(cluster: Cluster, status: str, message: str, now) -> None:
     if cluster.status_message != message:
         cluster.status_message = message
         fields.append("status_message")
+    if cluster.offline_since is not None:  # back after an outage: one history row (issue 15 point 6)
+        ClusterOutage.objects.create(
+            cluster=cluster, started_at=cluster.offline_since, ended_at=now, reason=cluster.last_error[:2000]
+        )
+        cluster.offline_since = None
+        fields.append("offline_since")
     if fields or cluster.last_sync_at is None or now - cluster.last_sync_at >= HEARTBEAT:
         cluster.last_sync_at = now
         fields.append("last_sync_at")
@@ -123,7 +148,13 @@ def mark_offline(cluster: Cluster, message: str) -> None:
         fields["status"] = cluster.status = Cluster.Status.OFFLINE
     if cluster.status_message != message:
         fields["status_message"] = cluster.status_message = message
-    if fields:
+    if (
+        fields or cluster.offline_since is None
+    ):  # health history: the last error and when the offline period began (issue 15 point 6)
+        fields["last_error"] = cluster.last_error = message
+        fields["last_error_at"] = cluster.last_error_at = timezone.now()
+        if cluster.offline_since is None:
+            fields["offline_since"] = cluster.offline_since = cluster.last_error_at
         Cluster.objects.filter(pk=cluster.pk).update(**fields)
         Node.objects.filter(cluster=cluster, online=True).update(online=False)
 
@@ -171,8 +202,8 @@ def apply_node_infos(cluster: Cluster, infos: list[NodeInfo]) -> SyncResult:
     seen = set()
     for info in infos:
         seen.add(info.name)
-        fields = node_fields(info)
         row = existing.get(info.name)
+        fields = node_fields(info, row)
         if row is None:
             to_create.append(Node(cluster=cluster, name=info.name, last_seen=now, **fields))
             continue
@@ -193,8 +224,9 @@ def apply_node_infos(cluster: Cluster, infos: list[NodeInfo]) -> SyncResult:
         Node.objects.bulk_update(to_update, sorted(changed_fields))
     if stale:
         Node.objects.filter(pk__in=stale).delete()
-    total = len(infos)
-    not_ready = sum(1 for i in infos if not i.ready)
+    business = [i for i in infos if not is_system_node(i.labels)]  # cluster totals skip control-plane nodes
+    total = len(business)
+    not_ready = sum(1 for i in business if not i.ready)
     if total == 0:
         status, message = Cluster.Status.DEGRADED, "the cluster reports no nodes"
     elif not_ready:

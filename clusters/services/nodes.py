@@ -14,12 +14,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from clusters.models import Cluster, Node
+from clusters.services.system_nodes import is_system_node
 from jobs.spec.selectors import matches, parse_selector
 
 GPU_DEFAULT = "nvidia.com/gpu"
 _GPU_TOKEN = re.compile(r"(^|[./-])gpu($|[./-])")
 _GPU_EXCLUDE = re.compile(r"share|spot|virtual|v-gpu|gpu-core|gpu-mem|gpu-memory")
-CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 
 
 def gpu_key(*maps: Mapping[str, Any]) -> str:
@@ -57,13 +57,6 @@ def total_free(node: Node, key: str) -> tuple[float, float]:
     return total, free
 
 
-def is_control_plane(labels: Mapping[str, str]) -> bool:
-    return any(k in labels for k in CONTROL_PLANE_LABELS) or labels.get("kubernetes.io/role") in (
-        "master",
-        "control-plane",
-    )
-
-
 def _fmt(value: float) -> int | float:
     return int(value) if float(value).is_integer() else round(value, 3)
 
@@ -96,7 +89,7 @@ def node_summary(node: Node) -> dict[str, Any]:
         "online": node.online,
         "cordoned": node.unschedulable,
         "schedulable": node.online and not node.unschedulable,
-        "control_plane": is_control_plane(node.labels or {}),
+        "control_plane": is_system_node(node.labels),
         "last_seen": node.last_seen.isoformat() if node.last_seen else None,
     }
 
@@ -130,13 +123,22 @@ class MatchResult:
 
 
 def filter_nodes(
-    nodes: Iterable[Node], *, category: str = "", gpu_model: str = "", label: str = "", cluster: str = ""
+    nodes: Iterable[Node],
+    *,
+    category: str = "",
+    gpu_model: str = "",
+    label: str = "",
+    cluster: str = "",
+    system: bool = False,
 ) -> list[Node]:
-    """Page filters: category, GPU model (exact), a label ``key`` or ``key=value`` and cluster name."""
+    """Page filters: category, GPU model (exact), a label ``key`` or ``key=value`` and cluster name.
+    System (control-plane) nodes are left out unless ``system`` (the admins' "show system nodes" switch)."""
     out = []
     lkey, _, lval = (label or "").partition("=")
     lkey, lval = lkey.strip(), lval.strip()
     for n in nodes:
+        if not system and is_system_node(n.labels):
+            continue
         if category and (n.category or "unknown") != category:
             continue
         if gpu_model and n.gpu_model != gpu_model:
@@ -155,7 +157,7 @@ def match_nodes(selector: str | Mapping | None, queryset=None) -> MatchResult:
     An empty selector matches nothing here (the wizard requires a non-empty selector)."""
     parsed = parse_selector(selector)
     qs = queryset if queryset is not None else Node.objects.select_related("cluster").order_by("cluster__name", "name")
-    found = [n for n in qs if parsed and matches(parsed, n.labels)] if parsed else []
+    found = [n for n in qs if not is_system_node(n.labels) and matches(parsed, n.labels)] if parsed else []
     per: dict[str, dict[str, Any]] = {}
     for n in found:
         entry = per.setdefault(n.cluster.name, {"cluster": n.cluster.name, "count": 0, "schedulable": 0})
@@ -165,8 +167,11 @@ def match_nodes(selector: str | Mapping | None, queryset=None) -> MatchResult:
 
 
 def cluster_summary(cluster: Cluster, nodes: list[Node] | None = None) -> dict[str, Any]:
-    """JSON-ready cluster: status, namespace, CIDRs, node/GPU counts. NEVER the kubeconfig."""
+    """JSON-ready cluster: status, namespace, CIDRs, node/GPU counts. NEVER the kubeconfig.
+
+    Totals and GPU sums count business nodes only: system (control-plane) nodes are left out."""
     nodes = list(cluster.nodes.all()) if nodes is None else nodes
+    nodes = [n for n in nodes if not is_system_node(n.labels)]
     gpus_total = gpus_free = 0.0
     for n in nodes:
         t, f = total_free(n, gpu_key(n.capacity, n.allocatable, n.used))
@@ -184,6 +189,12 @@ def cluster_summary(cluster: Cluster, nodes: list[Node] | None = None) -> dict[s
         "service_cidr": cluster.service_cidr,
         "allow_host_path": cluster.allow_host_path,
         "last_sync_at": cluster.last_sync_at.isoformat() if cluster.last_sync_at else None,
+        "location": cluster.location,
+        "contact": cluster.contact,
+        "description": cluster.description,
+        "last_error": cluster.last_error,
+        "last_error_at": cluster.last_error_at.isoformat() if cluster.last_error_at else None,
+        "offline_since": cluster.offline_since.isoformat() if cluster.offline_since else None,
         "created_at": cluster.created_at.isoformat() if cluster.created_at else None,
         "nodes": {
             "total": len(nodes),

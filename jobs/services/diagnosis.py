@@ -979,4 +979,6 @@ def worker_inputs(job, with_logs: bool = True) -> list[WorkerInput]:
 
 def diagnose_job(job, workers: list[WorkerInput] | None = None) -> JobDiagnosis:
     """Diagnose a stored Job (reads Pods from the database and logs from the runtime)."""
-    return diagnose(workers if workers is not None else worker_inputs(job))
+    from jobs.services.node_findings import add_node_findings  # the Workers' nodes (issue 15)
+
+    return add_node_findings(job, diagnose(workers if workers is not None else worker_inputs(job)))

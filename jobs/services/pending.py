@@ -54,6 +54,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "Job {job}, role {role}: Worker {pod} cannot be scheduled. {blocking}Scheduler message: {message}",
     ),
     "blocking": ("阻塞资源：{resource}。", "Blocking resource: {resource}. "),
+    "cordoned_only": (
+        "选择器 {selector} 匹配的节点都已封锁（{nodes}）：解封节点或修改选择器后 Worker 才能调度。",
+        "Every node matching selector {selector} is cordoned ({nodes}): uncordon one or change the selector. ",
+    ),
     "no_node": (
         "没有在线且可调度的节点匹配选择器 {selector}。",
         "No online, schedulable node matches selector {selector}. ",
@@ -203,7 +207,11 @@ class PendingReason:
     def message(self, lang: str = "zh-hans") -> str:
         params = dict(self.params)
         if self.code == "unschedulable":
-            if self.resource:
+            if params.get("cordoned"):
+                params["blocking"] = _msg(
+                    "cordoned_only", lang, selector=params.get("selector", ""), nodes=params["cordoned"]
+                )
+            elif self.resource:
                 params["blocking"] = _msg("blocking", lang, resource=self.resource)
             elif params.get("no_node"):
                 params["blocking"] = _msg("no_node", lang, selector=params.get("selector", ""))
@@ -309,6 +317,9 @@ def role_reasons(role: RoleInput, nodes: list[NodeView]) -> list[PendingReason]:
             candidates = [n for n in nodes if n.online and not n.unschedulable and matches(role.selector, n.labels)]
             params = {**base, "message": message, "no_node": not candidates and not resource}
             params["selector"] = ",".join(f"{k}={v}" for k, v in role.selector.items())
+            matched = [n for n in nodes if matches(role.selector, n.labels)] if role.selector else []
+            if matched and all(n.unschedulable for n in matched):  # cordoned, not merely full or offline
+                params["cordoned"] = ", ".join(sorted(n.name for n in matched)[:10])
             out.append(PendingReason("unschedulable", role.role, name, params, resource=resource))
             continue
         pull_reason = state.get("reason") if state.get("reason") in IMAGE_PULL_REASONS else None
@@ -449,7 +460,7 @@ def node_views(job) -> list[NodeView]:
 
     cluster_ids = set(job.tasks.values_list("cluster_id", flat=True))
     out = []
-    for n in Node.objects.filter(cluster_id__in=cluster_ids):
+    for n in Node.objects.filter(cluster_id__in=cluster_ids, system=False):
         alloc = n.allocatable or n.capacity or {}
         out.append(
             NodeView(

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusters.services.system_nodes import is_system_node
 from jobs.spec.document import API_VERSION, DISPLAY_NAME, KIND, SHM_PATH, display_name, is_extended, pod_spec
 from jobs.spec.inventory import Inventory, NodeInfo
 from jobs.spec.layout import ROLE_ENV, display_role_of, main_container
@@ -444,7 +445,8 @@ class _Validator:
             if not value:
                 self.add(f"{spath}.{key}", "node_selector_invalid", role=role, detail=f"empty value for {key}")
         match = matcher(sel)
-        matched = [n for n in self.inv.nodes if match(n.labels)]
+        # system (control-plane) nodes never run Workers: they neither match nor count toward replicas
+        matched = [n for n in self.inv.nodes if match(n.labels) and not is_system_node(n.labels)]
         if not matched:
             self.add(spath, "node_selector_no_match", role=role)
             return []

@@ -37,6 +37,7 @@ from clusters.runtime.base import (
 )
 from clusters.runtime.containers import from_pod as containers_of
 from clusters.runtime.kubernetes.client import api_client_for, server_url, timeouts, translate
+from clusters.services.node_health import conditions_of, recent_warnings
 from jobs.spec.quantity import parse_quantity
 
 logger = logging.getLogger("rlark.k8s")
@@ -369,6 +370,7 @@ class KubernetesRuntime(Runtime):
 
     def list_nodes(self) -> list[NodeInfo]:
         nodes, pods = self.list_nodes_raw()
+        node_events = self.node_warning_events()
         used: dict[str, dict[str, float]] = {}
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
@@ -391,13 +393,37 @@ class KubernetesRuntime(Runtime):
                     used=_resource_map(used.get(meta.get("name", ""))),
                     ready=ready,
                     unschedulable=bool((n.get("spec") or {}).get("unschedulable")),
+                    conditions=tuple(conditions_of(status.get("conditions"))),
+                    events=tuple(recent_warnings(node_events, meta.get("name", ""))),
+                    images=tuple(
+                        sorted({(i.get("names") or [""])[-1] for i in status.get("images") or [] if i.get("names")})
+                    )[:100],
                 )
             )
         return out
 
+    def node_warning_events(self) -> list[dict]:
+        """Warning events about Nodes in every namespace (one list call); [] where RBAC (or the server) does not
+        allow it."""
+        try:
+            raw = self._json(
+                self.core.list_event_for_all_namespaces,
+                field_selector="involvedObject.kind=Node,type=Warning",
+                what="node events",
+            )
+        except RuntimeError_ as exc:  # optional: never fail the node sync over events
+            logger.debug("node events unavailable: %s", exc)
+            return []
+        return list(raw.get("items") or [])
+
     def cordon(self, node: str, unschedulable: bool = True) -> None:
         """Set ``spec.unschedulable`` of a node (running pods are not touched)."""
         self._call(self.core.patch_node, node, {"spec": {"unschedulable": bool(unschedulable)}}, what=f"node {node}")
+
+    def patch_node_labels(self, node: str, labels: dict[str, str | None]) -> None:
+        """Merge-patch ``metadata.labels`` of a node (``None`` removes a label): console-owned labels
+        (``clusters.services.node_metadata``) written back so nodeSelectors can use them."""
+        self._call(self.core.patch_node, node, {"metadata": {"labels": dict(labels)}}, what=f"node {node}")
 
     # ------------------------------------------------------------------ tasks
     def _apply(self, obj: dict) -> None:

@@ -123,7 +123,8 @@ class LocalRuntime(Runtime):
         return [
             {
                 "name": n.name,
-                "labels": dict(n.labels or {}),
+                # what the cluster itself has (console-owned metadata is merged in by node sync)
+                "labels": dict(getattr(n, "discovered_labels", None) or n.labels or {}),
                 "capacity": dict(n.capacity or {}),
                 "allocatable": dict(n.allocatable or n.capacity or {}),
                 "online": bool(n.online),

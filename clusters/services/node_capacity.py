@@ -1,0 +1,66 @@
+"""Capacity figures of nodes computed in the database, for the back office's nodes view (issue 15 point 5).
+
+``with_capacity(queryset)`` annotates every Node with (one query for any page size, no per-row queries):
+
+- ``gpu_total`` = capacity (else allocatable) of ``nvidia.com/gpu``; ``gpu_used`` = Σ ``nvidia.com/gpu`` requests
+  of the node's non-terminal Pods (``Node.used``, written by node sync from the Pods' requests, upstream-rlark
+  10.1); ``gpu_free`` = max(0, allocatable - used). Numbers, so the list sorts by them.
+- ``job_count``: distinct Jobs with a non-terminal Worker Pod on the node (``jobs.Pod.node``).
+
+The sortable figures use the ``nvidia.com/gpu`` key (the GPU key of every cluster we know); the row's displayed
+amounts use ``clusters.services.nodes.total_free`` with the node's own GPU key.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, F, FloatField, IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast, Coalesce, Greatest
+
+from clusters.models import Node
+
+GPU = "nvidia.com/gpu"
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def _number(field: str, key: str = GPU):
+    return Coalesce(Cast(KeyTextTransform(key, field), FloatField()), Value(0.0))
+
+
+def with_capacity(queryset: QuerySet[Node]) -> QuerySet[Node]:
+    """``queryset`` annotated with ``gpu_total``, ``gpu_used``, ``gpu_free`` and ``job_count`` (module doc)."""
+    from jobs.models import Pod
+
+    jobs = (
+        Pod.objects.filter(task__cluster_id=OuterRef("cluster_id"), node=OuterRef("name"))
+        .exclude(phase__in=TERMINAL_PHASES)
+        .order_by()
+        .values("node")
+        .annotate(n=Count("task__job_id", distinct=True))
+        .values("n")
+    )
+    return queryset.annotate(
+        gpu_total=Coalesce(
+            Cast(KeyTextTransform(GPU, "capacity"), FloatField()), _number("allocatable"), output_field=FloatField()
+        ),
+        gpu_used=_number("used"),
+        gpu_alloc=Coalesce(
+            Cast(KeyTextTransform(GPU, "allocatable"), FloatField()), _number("capacity"), output_field=FloatField()
+        ),
+    ).annotate(
+        gpu_free=Greatest(F("gpu_alloc") - F("gpu_used"), Value(0.0), output_field=FloatField()),
+        job_count=Coalesce(Subquery(jobs, output_field=IntegerField()), Value(0)),
+    )
+
+
+def jobs_on_node(node: Node) -> list[str]:
+    """Names of the Jobs with a non-terminal Worker Pod on ``node`` (sorted)."""
+    from jobs.models import Pod
+
+    names = (
+        Pod.objects.filter(task__cluster_id=node.cluster_id, node=node.name)
+        .exclude(phase__in=TERMINAL_PHASES)
+        .values_list("task__job__name", flat=True)
+        .distinct()
+    )
+    return sorted(set(names))
