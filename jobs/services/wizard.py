@@ -737,12 +737,14 @@ def apply_plan(state: WizardState, plan, nodes, clusters: list[str]) -> None:
                 selector = f"{NODE_GROUP_LABEL}={labels[0]}"
         cluster = matched[0].cluster.name if matched else (clusters[0] if clusters else "")
         gpus = item.get("gpus")
+        if gpus is None:
+            gpus = inventory_gpus(matched if selector else [n for n in nodes if n.cluster.name == cluster])
         role = RoleState(
             name=str(item.get("name") or "worker"),
             cluster=cluster,
             selector=selector,
             replicas=str(item.get("replicas") or 0),
-            gpu=str(gpus or 0),
+            gpu="" if gpus is None else str(gpus),  # unknown stays visibly empty (issue 14.1), never a silent 0
         )
         kind = str(item.get("role") or "")
         if kind in ROLE_KINDS and kind != role_kind_for(role.name):
@@ -757,3 +759,17 @@ def apply_plan(state: WizardState, plan, nodes, clusters: list[str]) -> None:
     state.header = 0
     state.active_role = 0
     state.job_type = "Custom"
+
+
+def inventory_gpus(nodes) -> int | None:
+    """GPUs per node the nodes a role would land on offer (``nvidia.com/gpu`` capacity of those with GPUs), when
+    they all agree; None when no node has GPUs or counts differ (rlinf.md 4.4: ``all`` -> the nodes' real GPUs)."""
+    counts = set()
+    for n in nodes:
+        try:
+            count = int(str((n.capacity or {}).get(GPU_KEY, "0")))
+        except ValueError:
+            continue
+        if count > 0:
+            counts.add(count)
+    return counts.pop() if len(counts) == 1 else None
