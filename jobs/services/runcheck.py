@@ -870,9 +870,19 @@ def gather(job, now: datetime | None = None, logs: dict[str, str] | None = None)
         num_nodes=num_nodes_of(job.rlinf_config) if job.rlinf_config else None,
         logs=logs,
         settings=settings,
-        output=check_output(settings["output_path"], ordered, runtime_kind),
+        output=_run_output(job, settings["output_path"], ordered, runtime_kind),
         secrets=secrets,
     )
+
+
+def _run_output(job, path: str, templates: list[dict], runtime_kind: str) -> OutputCheck:
+    """``check_output`` of the current run's prefix only (``jobs.services.run_prefix``, issue 14.2)."""
+    from jobs.services.run_prefix import run_path
+
+    current = run_path(job, path)
+    if current is None:
+        return OutputCheck("missing", path, detail="the run has no Header Pod yet")
+    return check_output(current, templates, runtime_kind)
 
 
 def job_run_check(job, lang: str = "zh-hans", now: datetime | None = None) -> list[CheckResult]:
