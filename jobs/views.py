@@ -28,13 +28,13 @@ from accounts import policy
 from clusters.runtime.base import RuntimeError_
 from jobs.models import Job, Phase, Pod
 from jobs.services import controller
+from jobs.services.headline import job_headline, worker_phase
 from jobs.services.status import (
     DEFAULT_TAIL,
     format_duration,
     localized_message,
     read_worker_log,
     runtime_seconds,
-    status_sentence,
     worker_rows,
 )
 from rlark_console.redirects import safe_next
@@ -76,13 +76,14 @@ def job_list(request: HttpRequest) -> HttpResponse:
     page = paginator.get_page(request.GET.get("page"))
     rows = []
     for job in page.object_list:
-        ready, total = job.workers_ready or 0, job.workers_total or 0
+        headline = job_headline(job, job.workers_ready or 0, job.workers_total or 0)
         rows.append(
             {
                 "job": job,
-                "ready": ready,
-                "total": total,
-                "percent": 100 if job.phase == Phase.SUCCEEDED else (round(ready * 100 / total) if total else 0),
+                "ready": headline.ready,  # the bar and the counts come from one headline (issue 14.9)
+                "total": headline.total,
+                "percent": headline.percent,
+                "headline": headline,
                 "runtime": format_duration(runtime_seconds(job)),
                 "terminal": job.phase in TERMINAL,
                 "message": localized_message(job.message),
@@ -184,7 +185,7 @@ def _render_yaml(job: Job) -> str:
 def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
     tasks = list(job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"))
     workers = worker_rows(job, tasks)
-    ready = sum(1 for w in workers if w["ready"])
+    headline = job_headline(job, sum(1 for w in workers if w["ready"]), len(workers))
     head = next((w for w in workers if w["head"]), None)
     nodes = {}
     if workers:
@@ -196,7 +197,9 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
     for w in workers:
         node = nodes.get(w["node"])
         w["node_category"] = node.category if node else ""
-        w["phase_label"] = labels.get(w["phase"], w["phase"])
+        w["phase"] = worker_phase(job, w["phase"])  # a Succeeded job's Workers are Completed, not Stopped
+        w["ready"] = w["ready"] and not headline.ended
+        w["phase_label"] = labels.get(w["phase"], _("Completed") if w["phase"] == "Completed" else w["phase"])
     summary = _spec_summary(job)
     clusters = sorted({t.cluster.name for t in tasks}) or sorted({r["cluster"] for r in summary["roles"]})
     return {
@@ -204,13 +207,13 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
         "tab": tab,
         "tasks": tasks,
         "workers": workers,
-        "ready": ready,
-        "total": len(workers),
+        "headline": headline,
+        "ready": headline.ready,
+        "total": headline.total,
         "head": head,
         "summary": summary,
         "clusters": clusters,
         "runtime": format_duration(runtime_seconds(job)),
-        "sentence": status_sentence(job),
         "terminal": job.phase in TERMINAL,
         "can_change": policy.can_change_job(request.user, job),
         "synced": any(w["pod"] for w in workers),
@@ -218,7 +221,7 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
             {**c, "since": _parse_time(c.get("lastTransitionTime")), "text": localized_message(c.get("message", ""))}
             for c in job.conditions or []
         ],
-        "message": localized_message(job.message),
+        "message": headline.message,
         "pending": _pending_reasons(job) if tab == "overview" else [],
     }
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 from clusters.runtime.base import PodNotFound, RuntimeError_
-from jobs.models import Job, Phase, Pod, Task
+from jobs.models import Job, Pod, Task
 
 # Bounds of the log API (seed 02: the Logs tab reads at most the last 1000 lines per Pod).
 DEFAULT_TAIL = 1000
@@ -184,19 +184,6 @@ def workers_summary(job: Job) -> tuple[int, int]:
         ready += task.ready_replicas
         total += task.replicas
     return ready, total
-
-
-def status_sentence(job: Job) -> str:
-    """Key of the detail header's status sentence (upstream-rlark 8.3)."""
-    if job.phase == Phase.STOPPED or job.stopped:
-        return "stopped"
-    if job.phase == Phase.PENDING:
-        return "waiting"
-    if job.phase == Phase.SUCCEEDED:
-        return "completed"
-    if job.phase == Phase.FAILED:
-        return "failed"
-    return "active"
 
 
 # --- logs -------------------------------------------------------------------------------------
