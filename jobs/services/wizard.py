@@ -36,7 +36,9 @@ SHM_PATH = "/dev/shm"
 
 DEFAULT_JOB_NAME = "robot-policy-training"
 DEFAULT_RUN_SCRIPT = "python train.py --config /mnt/config/train.yaml --dataset /mnt/dataset --output /mnt/checkpoints"
-NEW_ROLE_NAME = {"zh-hans": "新角色", "en": "New Role"}
+# Default names are valid template names as they are (issue 14.10: ``new-role``, not ``new-20-role``); names the
+# user types keep upstream's encoding (jobs.spec.naming.to_resource_name).
+NEW_ROLE_NAME = {"zh-hans": "new-role", "en": "new-role"}
 
 # 7.1: job types and their role templates (labels translated in the template layer).
 JOB_TYPES: dict[str, list[str]] = {
@@ -208,12 +210,12 @@ def rename_role(state: WizardState, index: int, new_name: str) -> None:
 
 
 def add_role(state: WizardState, clusters: list[str], lang: str = "en") -> None:
-    """``添加角色 / Add Role`` adds ``新角色`` / ``New Role`` (gpu 0)."""
+    """``添加角色 / Add Role`` adds ``new-role`` (``new-role-2``, ...; gpu 0)."""
     base = NEW_ROLE_NAME.get(lang, NEW_ROLE_NAME["en"])
     taken = {r.name for r in state.roles}
     name, n = base, 2
     while name in taken:
-        name, n = f"{base} {n}", n + 1
+        name, n = f"{base}-{n}", n + 1
     state.roles.append(new_role(name, clusters))
     state.active_role = len(state.roles) - 1
 
