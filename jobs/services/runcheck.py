@@ -69,6 +69,15 @@ def _t(lang: str, zh: str, en: str, **params: Any) -> str:
     return text.format(**params) if params else text
 
 
+def phase_label(phase: str, lang: str = "zh-hans") -> str:
+    """A Job/Pod phase (``Running``, ...) in ``lang``, as the pages show it (``jobs.models.Phase`` labels)."""
+    from django.utils import translation
+    from django.utils.translation import gettext
+
+    with translation.override("en" if _en(lang) else "zh-hans"):
+        return gettext(phase) if phase else phase
+
+
 def status_label(status: str, lang: str = "zh-hans") -> str:
     zh, en = STATUS_TEXT[status]
     return en if _en(lang) else zh
@@ -280,7 +289,7 @@ def check_job(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
             "Job {job} exists (created {created}), phase {phase}.",
             job=data.job,
             created=_ts(data.created_at),
-            phase=data.phase,
+            phase=phase_label(data.phase, lang),
         )
     ]
     layout = task_layout(data.document)
@@ -372,7 +381,7 @@ def check_pods(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
                     pod=p.name,
                     node=p.node or "-",
                     ip=p.ip or "-",
-                    phase=p.phase or "-",
+                    phase=phase_label(p.phase, lang) if p.phase else "-",
                     r=p.restarts,
                 )
             )
@@ -400,7 +409,7 @@ def check_pods(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
                         "{pod} 尚未就绪（{phase}）。",
                         "{pod} is not ready yet ({phase}).",
                         pod=p.name,
-                        phase=p.phase,
+                        phase=phase_label(p.phase, lang),
                     )
                 )
             if p.restarts:
