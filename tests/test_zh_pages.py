@@ -171,8 +171,8 @@ def jobs_in_every_state(job, admin_user):  # noqa: F811
 def _pages(states) -> list[str]:
     pages = ["/", "/jobs/", "/jobs/new/", "/clusters/", "/ssh-keys/", "/storage/", "/domains/", "/account/tokens/"]
     pages += ["/log-archives/", "/jobs/new/?type=Demo"]
-    for job in states.values():
-        base = f"/jobs/{job.name}/"
+    for one in states.values():
+        base = f"/jobs/{one.name}/"
         pages += [base + f"?tab={tab}" for tab in ("overview", "workers", "logs", "yaml")]
         # the Metrics tab (its template and charts) is issue 14.12's, on another branch: not checked here yet
         pages += [base + "diagnosis/", base + "run-check/"]
