@@ -144,7 +144,11 @@ def jobs_in_every_state(job, admin_user):  # noqa: F811
     states = {"running": running}
     for name, phase, message in [
         ("pending", "Pending", "Waiting for Workers: 0/2 ready (Unschedulable)"),
-        ("failed", "Failed", "Worker job-header-0 failed: the run script exited with code 3"),
+        (
+            "failed",
+            "Failed",
+            "Header job-failed-header-0 (role Header): run script exited with code 3; first error: boom",
+        ),
         ("stopped", "Stopped", "Job stopped"),
         ("done", "Succeeded", "Run script exited with code 0"),
     ]:
@@ -205,3 +209,32 @@ def test_the_check_sees_english():
 def _debug_context(html: str, word: str) -> list[str]:  # pragma: no cover - a helper for humans
     text = visible_text(html)
     return [text[max(0, m.start() - 80) : m.end() + 80] for m in re.finditer(re.escape(word), text)]
+
+
+@pytest.mark.parametrize(
+    ("stored", "zh"),
+    [
+        (
+            "Header job-header-0 (role Header): run script exited with code 3; first error: boom",
+            "Header job-header-0（角色 Header）：运行脚本以退出码 3 结束; first error: boom",
+        ),
+        (
+            "Worker demo-rollout-1 (role rollout): Ray worker process exited with code 1; first error: x",
+            "Worker demo-rollout-1（角色 rollout）：Ray worker 进程以退出码 1 退出; first error: x",
+        ),
+        (
+            "Worker demo-rollout-1 (role rollout): container main restarted 4 times (CrashLoopBackOff)",
+            "Worker demo-rollout-1（角色 rollout）：main 容器重启了 4 次 (CrashLoopBackOff)",
+        ),
+        ("Image cannot be pulled: ErrImagePull", "镜像无法拉取：ErrImagePull"),
+    ],
+)
+def test_stored_server_messages_render_in_the_users_language(stored, zh):
+    from django.utils import translation
+
+    from jobs.services.status import localized_message
+
+    with translation.override("zh-hans"):
+        assert localized_message(stored) == zh
+    with translation.override("en"):
+        assert not re.search(r"[\u4e00-\u9fff]", localized_message(stored))
