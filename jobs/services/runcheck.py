@@ -903,7 +903,10 @@ def job_run_check(job, lang: str = "zh-hans", now: datetime | None = None) -> li
 
 
 def _ts(value: datetime | None) -> str:
-    return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
+    """A time as every page shows it: the page's zone with its abbreviation (issue 14.8)."""
+    from rlark_console.pagetime import label
+
+    return label(value) if value else "-"
 
 
 def _cell(text: str) -> str:
