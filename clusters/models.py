@@ -38,7 +38,7 @@ class Cluster(models.Model):
     allow_host_path = models.BooleanField(
         _("allow hostPath mounts"),
         default=False,
-        help_text=_("Host directories need an administrator's confirmation (seed 03)."),
+        help_text=_("Host directories need an administrator's confirmation before jobs can use them."),
     )
     last_sync_at = models.DateTimeField(_("last sync"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)

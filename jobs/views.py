@@ -28,6 +28,7 @@ from accounts import policy
 from clusters.runtime.base import RuntimeError_
 from jobs.models import Job, Phase, Pod
 from jobs.services import controller
+from jobs.services.headline import job_headline, worker_phase
 from jobs.services.job_list import WorkerCounts, worker_counts
 from jobs.services.status import (
     DEFAULT_TAIL,
@@ -35,7 +36,6 @@ from jobs.services.status import (
     localized_message,
     read_worker_log,
     runtime_seconds,
-    status_sentence,
     worker_rows,
 )
 from rlark_console.redirects import safe_next
@@ -74,13 +74,15 @@ def job_list(request: HttpRequest) -> HttpResponse:
     rows = []
     for job in page.object_list:
         count = counts.get(job.pk, WorkerCounts())
-        job.roles, ready, total = count.roles, count.ready, count.total
+        job.roles = count.roles
+        headline = job_headline(job, count.ready, count.total)
         rows.append(
             {
                 "job": job,
-                "ready": ready,
-                "total": total,
-                "percent": 100 if job.phase == Phase.SUCCEEDED else (round(ready * 100 / total) if total else 0),
+                "ready": headline.ready,  # the bar and the counts come from one headline (issue 14.9)
+                "total": headline.total,
+                "percent": headline.percent,
+                "headline": headline,
                 "runtime": format_duration(runtime_seconds(job)),
                 "terminal": job.phase in TERMINAL,
                 "message": localized_message(job.message),
@@ -182,7 +184,7 @@ def _render_yaml(job: Job) -> str:
 def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
     tasks = list(job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"))
     workers = worker_rows(job, tasks)
-    ready = sum(1 for w in workers if w["ready"])
+    headline = job_headline(job, sum(1 for w in workers if w["ready"]), len(workers))
     head = next((w for w in workers if w["head"]), None)
     nodes = {}
     if workers:
@@ -194,7 +196,9 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
     for w in workers:
         node = nodes.get(w["node"])
         w["node_category"] = node.category if node else ""
-        w["phase_label"] = labels.get(w["phase"], w["phase"])
+        w["phase"] = worker_phase(job, w["phase"])  # a Succeeded job's Workers are Completed, not Stopped
+        w["ready"] = w["ready"] and not headline.ended
+        w["phase_label"] = labels.get(w["phase"], _("Completed") if w["phase"] == "Completed" else w["phase"])
     summary = _spec_summary(job)
     clusters = sorted({t.cluster.name for t in tasks}) or sorted({r["cluster"] for r in summary["roles"]})
     return {
@@ -202,13 +206,13 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
         "tab": tab,
         "tasks": tasks,
         "workers": workers,
-        "ready": ready,
-        "total": len(workers),
+        "headline": headline,
+        "ready": headline.ready,
+        "total": headline.total,
         "head": head,
         "summary": summary,
         "clusters": clusters,
         "runtime": format_duration(runtime_seconds(job)),
-        "sentence": status_sentence(job),
         "terminal": job.phase in TERMINAL,
         "can_change": policy.can_change_job(request.user, job),
         "synced": any(w["pod"] for w in workers),
@@ -216,7 +220,7 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
             {**c, "since": _parse_time(c.get("lastTransitionTime")), "text": localized_message(c.get("message", ""))}
             for c in job.conditions or []
         ],
-        "message": localized_message(job.message),
+        "message": headline.message,
         "pending": _pending_reasons(job) if tab == "overview" else [],
     }
 

@@ -185,7 +185,9 @@ class Mode:
     RESTART = "restart"
 
 
-def _page_context(request, state, *, mode, job=None, inv=None, errors=None, warnings=None, notice="", preview=""):
+def _page_context(
+    request, state, *, mode, job=None, inv=None, errors=None, warnings=None, notice="", preview="", narrow=None
+):
     inv = inv or UIInventory()
     lang = _lang()
     domains, default_domain = _domains()
@@ -250,6 +252,7 @@ def _page_context(request, state, *, mode, job=None, inv=None, errors=None, warn
         "other_errors": [e for e in (errors or []) if e["step"] != state.step],
         "warnings": warnings or [],
         "notice": notice,
+        "narrow": narrow,
         "preview": preview,
         "post_url": request.path,
         "lang": lang,
@@ -313,6 +316,44 @@ def _replicas_from_match(state: wz.WizardState, i: int, inv: UIInventory) -> Non
     role.replicas = "1" if i == state.header_index else str(info["total"])
 
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def _header_notice(role: wz.RoleState, idx: int, was: int, inv: UIInventory) -> dict[str, Any]:
+    """The notice (and the narrow-the-selector offer) when a multi-Worker role becomes the Header."""
+    notice = _("The Header has exactly 1 Worker: %(role)s now has 1 Worker instead of %(n)d.") % {
+        "role": role.name,
+        "n": was,
+    }
+    info = inv.match(role.selector)
+    narrow = None
+    if info["total"] > 1:
+        notice += " " + _(
+            "Its node selector matches %(m)d nodes; narrow it to one node so the Header runs where you expect."
+        ) % {"m": info["total"]}
+        try:
+            selector = parse_selector(role.selector)
+        except SelectorError:
+            selector = {}
+        hits = [n for n in inv.nodes if selector and matches(selector, n.labels)]
+        label = _single_node_label(hits)
+        if label is not None:
+            narrow = {"i": idx, "label": label[1], "node": label[0]}
+    return {"notice": notice, "narrow": narrow}
+
+
+def _single_node_label(hits: list) -> tuple[str, str] | None:
+    """``(node name, "key=value")`` of a label that only the first possible node among ``hits`` carries
+    (``kubernetes.io/hostname`` first), to narrow a selector to that node; None when no label singles one out."""
+    for node in hits:
+        labels = dict(node.labels or {})
+        keys = sorted(labels, key=lambda k: (k != HOSTNAME_LABEL, k))
+        for key in keys:
+            if sum(1 for n in hits if (n.labels or {}).get(key) == labels[key]) == 1:
+                return node.name, f"{key}={labels[key]}"
+    return None
+
+
 def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, inv: UIInventory) -> dict[str, Any]:
     """Apply one wizard action to ``state``; returns extra context (errors, preview, notice) or a response."""
     lang = "en" if _lang() == "en" else "zh-hans"
@@ -335,9 +376,11 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
     elif name == "remove_role" and role:
         wz.remove_role(state, idx)
     elif name == "header" and role:
+        was = _int(role.replicas.strip(), 0)
         state.header = idx
-        if state.roles[idx].replicas.strip() in {"", "0"}:
-            state.roles[idx].replicas = "1"
+        role.replicas = "1"  # the Header has exactly 1 Worker: said at once, never changed silently in step 2
+        if was > 1:
+            extra.update(_header_notice(role, idx, was, inv))
     elif name == "tab" and role:
         state.active_role = idx
         state.step = 2
@@ -382,14 +425,20 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
         warnings = _problem_rows(result.warnings, lang)
         blocking = [e for e in errors if e["step"] < target] if name != "submit" else errors
         if blocking:
+            editing = state.active_role if state.step == 2 else None
             state.step = min(e["step"] for e in blocking)
-            first = next(
-                (e for e in blocking if e["step"] == state.step and wz.task_index(e["path"]) is not None), None
-            )
+            role_errors = [e for e in blocking if e["step"] == state.step and wz.task_index(e["path"]) is not None]
+            first = next((e for e in role_errors if wz.task_index(e["path"]) == editing), None)
+            first = first or next(iter(role_errors), None)
             if state.step == 2 and first is not None:
                 state.active_role = wz.task_index(first["path"])
+            if name != "submit" and state.step == 2:
+                # Until the user submits, only the role being edited shows its problems (issue 14.10).
+                blocking = [e for e in blocking if wz.task_index(e["path"]) in (None, state.active_role)]
             extra.update(errors=blocking, warnings=warnings)
             return extra
+        if target == 2 and state.step != 2:
+            state.active_role = state.header_index  # step 2 opens on the Header role (issue 14.10)
         state.step = target
         if target == 4:
             extra.update(preview=_preview_yaml(document), warnings=warnings)

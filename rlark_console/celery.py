@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 from celery import Celery
+from celery.exceptions import SecurityWarning
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rlark_console.settings")
 
 app = Celery("rlark_console")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+if not {"pickle", "application/x-python-serialize"} & set(app.conf.accept_content):
+    # ``make run`` starts the worker as root on one machine (the local runtime needs root for its namespaces and
+    # runs every Worker as an unprivileged uid). Celery only refuses root when it would unpickle messages; this
+    # console accepts JSON only, so its "superuser privileges" warning would be noise on every start (issue 14.13).
+    warnings.filterwarnings(
+        "ignore", message="You're running the worker with superuser privileges", category=SecurityWarning
+    )
 
 
 @app.on_after_finalize.connect

@@ -105,6 +105,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.i18n",
+                "rlark_console.pagetime.page_time_zone",
             ],
         },
     },
@@ -176,6 +177,11 @@ CELERY_TASK_ALWAYS_EAGER = _env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 RLARK_SYNC_INTERVAL = float(os.environ.get("RLARK_SYNC_INTERVAL", "10"))
 
 REST_FRAMEWORK = {
+    # one rule for API times: ISO 8601 in UTC with Z (rlark_console.apitime, issue 14.8)
+    "DEFAULT_RENDERER_CLASSES": [
+        "rlark_console.apitime.UTCJSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     "DEFAULT_PARSER_CLASSES": [
         "rlark_console.jsonbody.ObjectJSONParser",
         "rest_framework.parsers.FormParser",

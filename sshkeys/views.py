@@ -18,6 +18,7 @@ def key_list(request):
     """GET: the page. POST (name, key): add a key; errors re-render the form (400, or 409 for a duplicate)."""
     form = {"name": "", "key": ""}
     error = None
+    cleared = False
     status = 200
     if request.method == "POST":
         form = {"name": request.POST.get("name", ""), "key": request.POST.get("key", "")}
@@ -26,6 +27,9 @@ def key_list(request):
         except services.SSHKeyError as exc:
             error = exc
             status = 409 if isinstance(exc, services.DuplicateKeyError) else 400
+            if exc.code == "ssh_key_private":
+                form["key"] = ""  # a private key is never echoed back into the page (issue 14.11)
+                cleared = True
         else:
             messages.success(request, _("Key “%(name)s” added: %(fp)s") % {"name": key.name, "fp": key.fingerprint})
             return redirect("sshkeys:list")
@@ -37,6 +41,7 @@ def key_list(request):
         "keys": keys,
         "form": form,
         "error": error,
+        "cleared": cleared,
         "show_owner": request.user.is_staff,
     }
     return render(request, "sshkeys/keys.html", context, status=status)

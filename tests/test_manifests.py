@@ -158,6 +158,7 @@ def test_env_order_exactly_as_upstream():
         "POD_NAME",
         "RLARK_TOTAL_NODES",
         "RLARK_NODE_IP",
+        "RLARK_RUN_ID",  # RLark goes further: the per-run output prefix (issue 14.2), after upstream's env
     ]
     envmap = {e["name"]: e for e in main_of(actor)["env"]}
     assert envmap["RLARK_SSH_PUBLIC_KEYS"]["value"] == "\n".join(KEYS)

@@ -110,5 +110,5 @@ def test_placeholder_interpreter_path_is_a_warning_not_an_error():
     codes = {(w.code, w.params["value"]) for w in result.warnings}
     assert codes == {("rlinf_placeholder", "/path/to/python")}
     assert "/path/to/python" in result.warnings[0].message("en") and "占位值" in result.warnings[0].message()
-    clean = plan("cluster:\n  num_nodes: 1\n  component_placement: {actor: all}\n")
+    clean = plan("cluster:\n  num_nodes: 1\n  component_placement: {actor: 0-7}\n")
     assert clean.warnings == []

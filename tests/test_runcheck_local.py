@@ -14,7 +14,7 @@ import yaml
 from accounts.management.commands.seed_demo import DEMO_NODES
 from clusters.models import Cluster
 from clusters.services.inventory import upsert_local_nodes
-from jobs.models import Job, MetricSample
+from jobs.models import Job, MetricSample, Pod
 from jobs.services import controller, diagnosis, metrics, runcheck
 from jobs.services.status import get_condition
 from jobs.services.sync import sync_job
@@ -48,7 +48,7 @@ def demo_document(output: Path, run_script: str | None = None, rollouts: int = 2
     head["kubernetes"]["workload"]["template"]["spec"]["volumes"][0]["hostPath"]["path"] = str(output)
     head["runScript"] = run_script or (
         "python -u /rlark/examples/demo/train.py --config /rlark/examples/demo/demo.yaml --output /output "
-        "--run-name run1 --steps 3 --save-interval 1 --step-interval 0.2 --episodes 1"
+        '--run-name "$RLARK_RUN_ID" --steps 3 --save-interval 1 --step-interval 0.2 --episodes 1'
     )
     rollout["kubernetes"]["workload"]["replicas"] = rollouts
     if not rollouts:
@@ -101,7 +101,7 @@ def test_demo_job_succeeds_with_five_met_checks_and_real_metrics(local, admin_us
         owner=admin_user,
         spec=doc,
         rlinf_config=(ROOT / "examples/demo/demo.yaml").read_text(),
-        run_check={"output_path": "/output/run1/checkpoints", "max_wait_minutes": 10},
+        run_check={"output_path": "/output/$RLARK_RUN_ID/checkpoints", "max_wait_minutes": 10},
     )
     controller.request_reconcile(job)
     job = run_until(job, lambda j: j.phase in ("Running", "Failed"), 300, "Running")
@@ -145,6 +145,9 @@ def test_demo_job_succeeds_with_five_met_checks_and_real_metrics(local, admin_us
 
     tb = metrics.job_metrics(job, sample=False)["tensorboard"]
     assert tb["readable"] and tb["charts"]
+    run_id = Pod.objects.get(name="cartpole-demo-header-0").uid  # RLARK_RUN_ID: the run's own prefix (14.2)
+    assert run_id and [p.name for p in output.iterdir()] == [run_id]
+    assert tb["dir"] == f"/output/{run_id}" and f"/output/{run_id}/checkpoints/" in evidence[5]
     md = runcheck.markdown_record(job, results, recorder="root")
     assert md.count("| 符合预期 |") == 5
 

@@ -258,6 +258,13 @@ def test_page_add_list_delete(client, alice, bob, ed_pub, keydir):
     assert "my-workstation" in html and fingerprint in html
     bad = client.post("/ssh-keys/", {"name": "oops", "key": "-----BEGIN OPENSSH PRIVATE KEY-----\nabc"})
     assert bad.status_code == 400 and "ssh_key_private" in bad.content.decode()
+    assert (
+        "b3BlbnNzaC1rZXk"
+        not in client.post(
+            "/ssh-keys/", {"name": "oops", "key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n"}
+        ).content.decode()
+    )  # never echoed back into the form (issue 14.11)
+    assert 'data-testid="ssh-key-cleared"' in bad.content.decode()
     dup = client.post("/ssh-keys/", {"name": "again", "key": ed_pub})
     assert dup.status_code == 409
     key = SSHPublicKey.objects.get(owner=alice)

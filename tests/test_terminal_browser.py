@@ -96,7 +96,10 @@ def test_webterminal_session(demo, page, tmp_path):
 
     type_line(page, "exit 0")
     status = page.locator('[data-testid="term-status"]')
-    expect(status).to_have_text("会话已结束（退出码 0）。 (terminal exited with code 0)")
+    expect(status).to_have_text("会话已结束（退出码 0）。")  # printed once, no English repeat (issue 14.9)
+    wait_screen(page, r"会话已结束（退出码 0）。")
+    text = screen(page)
+    assert text.count("退出码 0") == 1 and "exited with code" not in text
     expect(page.locator('[data-testid="term-reconnect"]')).to_be_visible()
     page.screenshot(path=str(ARTIFACTS / "terminal-exit-zh.png"), full_page=True)
     page.click('[data-testid="term-reconnect"]')

@@ -131,7 +131,7 @@ def test_step1_roles_and_resources(console_server, page):
     page.select_option("[data-testid=job-type]", "Evaluation")
     expect(page.locator("[data-testid^=role-row-]")).to_have_count(2)
     page.click("[data-testid=add-role]")
-    expect(page.locator("[data-testid=role-name-2]")).to_have_value("New Role")
+    expect(page.locator("[data-testid=role-name-2]")).to_have_value("new-role")
     page.fill("[data-testid=role-name-2]", "Rollout")
     page.click("[data-testid=next]")
     at_step(page, 1)

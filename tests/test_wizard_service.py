@@ -49,7 +49,8 @@ def test_job_type_templates_and_new_role_defaults():
     assert state.roles == []
     wz.add_role(state, CLUSTERS, "en")
     wz.add_role(state, CLUSTERS, "zh-hans")
-    assert [r.name for r in state.roles] == ["New Role", "新角色"]
+    assert [r.name for r in state.roles] == ["new-role", "new-role-2"]
+    assert [r.template_name for r in state.roles] == ["new-role", "new-role-2"]  # no "-20-" (issue 14.10)
     assert state.roles[0].gpu == "0"
 
 

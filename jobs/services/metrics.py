@@ -208,8 +208,11 @@ def worker_metrics(job, now: datetime | None = None) -> list[WorkerMetrics]:
 
     from jobs.models import Pod
     from jobs.models_metrics import MetricSample
+    from jobs.services.headline import worker_phase
 
     now = now or timezone.now()
+    if job.finished_at is not None and job.finished_at < now:
+        now = job.finished_at  # an ended job's Pod age stops at the end (issue 14.9)
     samples: dict[str, list[MetricSample]] = {}
     for s in MetricSample.objects.filter(job=job).order_by("taken_at", "pk"):
         samples.setdefault(s.pod_name, []).append(s)
@@ -223,7 +226,7 @@ def worker_metrics(job, now: datetime | None = None) -> list[WorkerMetrics]:
             WorkerMetrics(
                 pod=pod.name,
                 role=pod.task.display_role or pod.task.template_name,
-                phase=pod.phase,
+                phase=worker_phase(job, pod.phase),
                 node=pod.node,
                 restarts=pod.restart_count,
                 age_seconds=max(0, age) if age is not None else None,
@@ -265,6 +268,7 @@ class TensorBoardSource:
 def tensorboard_source(job) -> TensorBoardSource:
     """Locate the head template's ``tensorBoardDir`` on this machine (local runtime, hostPath mounts)."""
     from jobs.services.controller import job_spec
+    from jobs.services.run_prefix import run_path
     from jobs.services.runcheck import host_path_for
 
     templates = [t for t in job_spec(job).get("tasks") or [] if isinstance(t, dict)]
@@ -275,12 +279,15 @@ def tensorboard_source(job) -> TensorBoardSource:
     head = job.tasks.select_related("cluster").filter(head=True).first() or job.tasks.select_related("cluster").first()
     if head is None or head.cluster.runtime != "local":
         return TensorBoardSource(tb_dir, reason="not_local")
-    host = next((h for t in ordered if (h := host_path_for(t, tb_dir)) is not None), None)
-    if host is None:
-        return TensorBoardSource(tb_dir, reason="no_mount")
-    if not os.path.isdir(host):
+    run_dir = run_path(job, tb_dir)  # only the current run's prefix (issue 14.2)
+    if run_dir is None:
         return TensorBoardSource(tb_dir, reason="missing")
-    return TensorBoardSource(tb_dir, host)
+    host = next((h for t in ordered if (h := host_path_for(t, run_dir)) is not None), None)
+    if host is None:
+        return TensorBoardSource(run_dir, reason="no_mount")
+    if not os.path.isdir(host):
+        return TensorBoardSource(run_dir, reason="missing")
+    return TensorBoardSource(run_dir, host)
 
 
 def _downsample(points: list[tuple[int, float]], limit: int = MAX_POINTS) -> list[tuple[int, float]]:

@@ -69,6 +69,15 @@ def _t(lang: str, zh: str, en: str, **params: Any) -> str:
     return text.format(**params) if params else text
 
 
+def phase_label(phase: str, lang: str = "zh-hans") -> str:
+    """A Job/Pod phase (``Running``, ...) in ``lang``, as the pages show it (``jobs.models.Phase`` labels)."""
+    from django.utils import translation
+    from django.utils.translation import gettext
+
+    with translation.override("en" if _en(lang) else "zh-hans"):
+        return gettext(phase) if phase else phase
+
+
 def status_label(status: str, lang: str = "zh-hans") -> str:
     zh, en = STATUS_TEXT[status]
     return en if _en(lang) else zh
@@ -280,7 +289,7 @@ def check_job(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
             "Job {job} exists (created {created}), phase {phase}.",
             job=data.job,
             created=_ts(data.created_at),
-            phase=data.phase,
+            phase=phase_label(data.phase, lang),
         )
     ]
     layout = task_layout(data.document)
@@ -372,7 +381,7 @@ def check_pods(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
                     pod=p.name,
                     node=p.node or "-",
                     ip=p.ip or "-",
-                    phase=p.phase or "-",
+                    phase=phase_label(p.phase, lang) if p.phase else "-",
                     r=p.restarts,
                 )
             )
@@ -400,7 +409,7 @@ def check_pods(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
                         "{pod} 尚未就绪（{phase}）。",
                         "{pod} is not ready yet ({phase}).",
                         pod=p.name,
-                        phase=p.phase,
+                        phase=phase_label(p.phase, lang),
                     )
                 )
             if p.restarts:
@@ -870,9 +879,19 @@ def gather(job, now: datetime | None = None, logs: dict[str, str] | None = None)
         num_nodes=num_nodes_of(job.rlinf_config) if job.rlinf_config else None,
         logs=logs,
         settings=settings,
-        output=check_output(settings["output_path"], ordered, runtime_kind),
+        output=_run_output(job, settings["output_path"], ordered, runtime_kind),
         secrets=secrets,
     )
+
+
+def _run_output(job, path: str, templates: list[dict], runtime_kind: str) -> OutputCheck:
+    """``check_output`` of the current run's prefix only (``jobs.services.run_prefix``, issue 14.2)."""
+    from jobs.services.run_prefix import run_path
+
+    current = run_path(job, path)
+    if current is None:
+        return OutputCheck("missing", path, detail="the run has no Header Pod yet")
+    return check_output(current, templates, runtime_kind)
 
 
 def job_run_check(job, lang: str = "zh-hans", now: datetime | None = None) -> list[CheckResult]:
@@ -884,7 +903,10 @@ def job_run_check(job, lang: str = "zh-hans", now: datetime | None = None) -> li
 
 
 def _ts(value: datetime | None) -> str:
-    return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
+    """A time as every page shows it: the page's zone with its abbreviation (issue 14.8)."""
+    from rlark_console.pagetime import label
+
+    return label(value) if value else "-"
 
 
 def _cell(text: str) -> str:

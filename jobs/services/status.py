@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 from clusters.runtime.base import PodNotFound, RuntimeError_
-from jobs.models import Job, Phase, Pod, Task
+from jobs.models import Job, Pod, Task
 
 # Bounds of the log API (seed 02: the Logs tab reads at most the last 1000 lines per Pod).
 DEFAULT_TAIL = 1000
@@ -186,19 +186,6 @@ def workers_summary(job: Job) -> tuple[int, int]:
     return ready, total
 
 
-def status_sentence(job: Job) -> str:
-    """Key of the detail header's status sentence (upstream-rlark 8.3)."""
-    if job.phase == Phase.STOPPED or job.stopped:
-        return "stopped"
-    if job.phase == Phase.PENDING:
-        return "waiting"
-    if job.phase == Phase.SUCCEEDED:
-        return "completed"
-    if job.phase == Phase.FAILED:
-        return "failed"
-    return "active"
-
-
 # --- logs -------------------------------------------------------------------------------------
 
 
@@ -247,6 +234,7 @@ def _task_of_pod(job: Job, pod_name: str) -> Task:
 
 
 # The sync stores English messages (API, logs); pages show the common ones in the user's language.
+_WHO = r"^(?P<kind>Header|Worker) (?P<pod>\S+) \(role (?P<role>[^)]*)\)"
 _MESSAGES = (
     (re.compile(r"^All (?P<n>\d+) Workers running$"), gettext_lazy("All %(n)s Workers running")),
     (
@@ -266,6 +254,33 @@ _MESSAGES = (
         re.compile(r"^The local runtime restarted: the Workers started over \(attempt (?P<attempt>\d+)\)$"),
         gettext_lazy("The local runtime restarted: the Workers started over (attempt %(attempt)s)"),
     ),
+    # The sync's failure sentences (jobs.services.sync._worker_failures); ``tail`` (the stage, the first error
+    # line of the log, the runtime's reason) is quoted as it is (issue 14.7).
+    (
+        re.compile(_WHO + r": run script exited with code (?P<code>-?\d+)(?P<tail>.*)$", re.S),
+        gettext_lazy("%(kind)s %(pod)s (role %(role)s): the run script exited with code %(code)s"),
+    ),
+    (
+        re.compile(_WHO + r": Ray worker process exited with code (?P<code>-?\d+)(?P<tail>.*)$", re.S),
+        gettext_lazy("%(kind)s %(pod)s (role %(role)s): the Ray worker process exited with code %(code)s"),
+    ),
+    (
+        re.compile(_WHO + r" exited with code (?P<code>-?\d+)(?P<tail>.*)$", re.S),
+        gettext_lazy("%(kind)s %(pod)s (role %(role)s) exited with code %(code)s"),
+    ),
+    (
+        re.compile(_WHO + r" restarted \((?P<n>\d+)x\): a new Ray head loses the cluster(?P<tail>.*)$", re.S),
+        gettext_lazy("%(kind)s %(pod)s (role %(role)s) restarted (%(n)s times): a new Ray head loses the cluster"),
+    ),
+    (
+        re.compile(_WHO + r": container main restarted (?P<n>\d+) times(?P<tail>.*)$", re.S),
+        gettext_lazy("%(kind)s %(pod)s (role %(role)s): container main restarted %(n)s times"),
+    ),
+    (re.compile(r"^Image cannot be pulled: (?P<tail>.*)$", re.S), gettext_lazy("The image cannot be pulled:")),
+    (
+        re.compile(r"^The header has not logged 'Ray cluster is ready' yet$"),
+        gettext_lazy("The Header has not logged 'Ray cluster is ready' yet"),
+    ),
 )
 
 
@@ -279,5 +294,8 @@ def localized_message(message: str) -> str:
             text = str(template) % params
             if params.get("detail"):
                 text += f" ({params['detail']})"
+            if params.get("tail"):
+                glue = "" if params["tail"][:1] in ";:,. " or text.endswith("：") else " "
+                text += glue + params["tail"]
             return text
     return message

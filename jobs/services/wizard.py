@@ -36,7 +36,9 @@ SHM_PATH = "/dev/shm"
 
 DEFAULT_JOB_NAME = "robot-policy-training"
 DEFAULT_RUN_SCRIPT = "python train.py --config /mnt/config/train.yaml --dataset /mnt/dataset --output /mnt/checkpoints"
-NEW_ROLE_NAME = {"zh-hans": "新角色", "en": "New Role"}
+# Default names are valid template names as they are (issue 14.10: ``new-role``, not ``new-20-role``); names the
+# user types keep upstream's encoding (jobs.spec.naming.to_resource_name).
+NEW_ROLE_NAME = {"zh-hans": "new-role", "en": "new-role"}
 
 # 7.1: job types and their role templates (labels translated in the template layer).
 JOB_TYPES: dict[str, list[str]] = {
@@ -208,12 +210,12 @@ def rename_role(state: WizardState, index: int, new_name: str) -> None:
 
 
 def add_role(state: WizardState, clusters: list[str], lang: str = "en") -> None:
-    """``添加角色 / Add Role`` adds ``新角色`` / ``New Role`` (gpu 0)."""
+    """``添加角色 / Add Role`` adds ``new-role`` (``new-role-2``, ...; gpu 0)."""
     base = NEW_ROLE_NAME.get(lang, NEW_ROLE_NAME["en"])
     taken = {r.name for r in state.roles}
     name, n = base, 2
     while name in taken:
-        name, n = f"{base} {n}", n + 1
+        name, n = f"{base}-{n}", n + 1
     state.roles.append(new_role(name, clusters))
     state.active_role = len(state.roles) - 1
 
@@ -737,12 +739,14 @@ def apply_plan(state: WizardState, plan, nodes, clusters: list[str]) -> None:
                 selector = f"{NODE_GROUP_LABEL}={labels[0]}"
         cluster = matched[0].cluster.name if matched else (clusters[0] if clusters else "")
         gpus = item.get("gpus")
+        if gpus is None:
+            gpus = inventory_gpus(matched if selector else [n for n in nodes if n.cluster.name == cluster])
         role = RoleState(
             name=str(item.get("name") or "worker"),
             cluster=cluster,
             selector=selector,
             replicas=str(item.get("replicas") or 0),
-            gpu=str(gpus or 0),
+            gpu="" if gpus is None else str(gpus),  # unknown stays visibly empty (issue 14.1), never a silent 0
         )
         kind = str(item.get("role") or "")
         if kind in ROLE_KINDS and kind != role_kind_for(role.name):
@@ -757,3 +761,17 @@ def apply_plan(state: WizardState, plan, nodes, clusters: list[str]) -> None:
     state.header = 0
     state.active_role = 0
     state.job_type = "Custom"
+
+
+def inventory_gpus(nodes) -> int | None:
+    """GPUs per node the nodes a role would land on offer (``nvidia.com/gpu`` capacity of those with GPUs), when
+    they all agree; None when no node has GPUs or counts differ (rlinf.md 4.4: ``all`` -> the nodes' real GPUs)."""
+    counts = set()
+    for n in nodes:
+        try:
+            count = int(str((n.capacity or {}).get(GPU_KEY, "0")))
+        except ValueError:
+            continue
+        if count > 0:
+            counts.add(count)
+    return counts.pop() if len(counts) == 1 else None

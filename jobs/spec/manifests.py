@@ -204,6 +204,8 @@ def injected_env(
         env.append(_field_env("RLARK_NODE_IP", "status.podIP"))
         if domain:
             env.append(_env("RLARK_DOMAIN", domain))
+        # RLark goes further (issue 14.2): a per-run output prefix, see jobs.services.run_prefix
+        env.append(_field_env("RLARK_RUN_ID", "metadata.uid"))
     else:
         address = f"{head_task}-0.rlark-domain" if domain else head_service_name(head_task)
         env.append(_env("RLARK_HEAD_ADDRESS", address))

@@ -278,6 +278,13 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "{field} in the RLinf config is still the placeholder {value}: the run fails at start-up until it is "
         "replaced with a value that exists on the target node.",
     ),
+    "rlinf_gpus_unknown": (
+        "RLinf 配置没有给出 {role} 每个 Worker 的 GPU 数（placement 为 all，或机器人节点组运行策略模型）：GPU 数留空，"
+        "请按目标节点填写，或在配置中写 cluster.num_gpus_per_node。",
+        "The RLinf config does not say how many GPUs each Worker of {role} needs (an `all` placement, or a robot "
+        "node group that runs the policy model): the GPU field is left empty; fill it in for the target nodes, or "
+        "set cluster.num_gpus_per_node in the config.",
+    ),
     "rlinf_group_invalid": ("node_groups 配置无效：{detail}", "A node group is invalid: {detail}"),
     "rlinf_group_unknown": (
         "component_placement 中的 {component} 引用了不存在的节点组 {group}。",

@@ -36,8 +36,10 @@ MAX_CONFIG_CHARS = 1 << 20
 @dataclass
 class RLinfPlan:
     """Result of ``plan``. ``roles``: ``[{name, head, role, replicas, rank_start, node_ranks, ranks, labels, env,
-    python_interpreter_path, hardware, gpus}]``; ``gpus`` is the per-Worker accelerator count the placement
-    implies (None when it cannot be derived, e.g. ``all``)."""
+    python_interpreter_path, hardware, gpus, gpus_source}]``; ``gpus`` is the per-Worker accelerator count the
+    config implies (``_group_gpus``; ``cluster.num_gpus_per_node`` for ``all``), or None when the config does not
+    say (then a ``rlinf_gpus_unknown`` warning names the role and the wizard fills it from the matched nodes'
+    inventory or leaves it empty, never a silent 0)."""
 
     num_nodes: int = 0
     roles: list[dict[str, Any]] = field(default_factory=list)
@@ -209,6 +211,7 @@ def plan(config: dict | str) -> RLinfPlan:
             "env_items": [],
             "hardware": {},
             "hw_type": "",
+            "num_gpus": g.get("num_gpus"),
             "order": len(groups),
         }
         # env_configs: a list; ranks a subset of the group's, no overlap between items.
@@ -316,19 +319,25 @@ def plan(config: dict | str) -> RLinfPlan:
                     group["hardware"].setdefault(rank, []).append(hc)
         groups.append(group)
 
-    # GPU hints from component_placement.
+    # GPU hints from component_placement (rlinf.md 4.4: "GPUs implied: highest resource rank + 1 spread over the
+    # nodes (`all` -> the nodes' real GPUs)"). A group with ``hardware`` numbers its resources by robot, so its
+    # placement ids say nothing about GPUs; it needs GPUs only when it hosts a component other than ``env``.
     labels = {g["label"] for g in groups}
     group_need: dict[str, int] = {}
+    group_all: set[str] = set()  # groups with an ``all`` placement: the nodes' real GPUs
+    group_components: dict[str, set[str]] = {}
     global_need: int | None = None
     global_unknown = False
     placement = cluster.get("component_placement") or {}
     if isinstance(placement, dict):
         for comp, value in placement.items():
+            comps = {c.strip() for c in str(comp).split(",") if c.strip()}
             if isinstance(value, dict):
                 ng = value.get("node_group")
                 names = ng if isinstance(ng, list) else str(ng or "").split(",")
                 names = [str(n).strip() for n in names if str(n).strip()]
                 for n in names:
+                    group_components.setdefault(n, set()).update(comps)
                     if n not in labels and n not in RESERVED_LABELS:
                         problems.append(
                             Problem(
@@ -340,13 +349,19 @@ def plan(config: dict | str) -> RLinfPlan:
                 top = _placement_max_rank(value.get("placement", ""))
                 if top is not None and len(names) == 1:
                     group_need[names[0]] = max(group_need.get(names[0], 0), top + 1)
+                elif top is None:
+                    group_all.update(names)
             else:
                 top = _placement_max_rank(value)
                 if top is None:
                     global_unknown = True
                 else:
                     global_need = max(global_need or 0, top + 1)
-    global_gpus = None if global_unknown or global_need is None else math.ceil(global_need / num_nodes)
+    cluster_gpus = _gpu_count(cluster.get("num_gpus_per_node"))
+    if global_unknown or global_need is None:
+        global_gpus, global_source = (cluster_gpus, "config") if cluster_gpus is not None else (None, "")
+    else:
+        global_gpus, global_source = math.ceil(global_need / num_nodes), "placement"
 
     # Per-rank signature parts, built from the groups' (budgeted) ranks: O(num_nodes + budget), never
     # O(num_nodes x groups).
@@ -405,16 +420,16 @@ def plan(config: dict | str) -> RLinfPlan:
                 break
         sig_groups = [g for lbl in dict.fromkeys(sig_labels) for g in by_label.get(lbl, [])]
         if sig_labels:
-            needs = [
-                math.ceil(group_need[g["label"]] / max(len(g["ranks"]), 1))
-                for g in sig_groups
-                if g["label"] in group_need and not g["hw_type"]
-            ]
             robot = any(g["hw_type"] for g in sig_groups)
-            gpus = max(needs) if needs else (0 if robot else None)
+            gpus, gpus_source = _group_gpus(sig_groups, group_need, group_all, group_components, cluster_gpus)
+            if gpus is None and not gpus_source and robot:
+                gpus, gpus_source = 0, "robot"  # a robot role that hosts only ``env`` (rlinf.md 8.2: CPU)
         else:
             robot = False
-            gpus = global_gpus
+            gpus, gpus_source = global_gpus, global_source
+        if gpus is None:
+            gpus_source = ""
+            warnings.append(Problem(f"roles.{name}", "rlinf_gpus_unknown", {"role": name}, severity=WARNING))
         result.roles.append(
             {
                 "name": name,
@@ -429,9 +444,55 @@ def plan(config: dict | str) -> RLinfPlan:
                 "python_interpreter_path": interpreter,
                 "hardware": hardware,
                 "gpus": gpus,
+                "gpus_source": gpus_source,
             }
         )
     return result
+
+
+def _gpu_count(value: Any) -> int | None:
+    """A whole GPU count >= 0 from the config (``num_gpus_per_node``, a group's ``num_gpus``), else None."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def _group_gpus(
+    sig_groups: list[dict[str, Any]],
+    group_need: dict[str, int],
+    group_all: set[str],
+    group_components: dict[str, set[str]],
+    cluster_gpus: int | None,
+) -> tuple[int | None, str]:
+    """GPUs per Worker of a role whose ranks carry ``sig_groups`` -> (count or None, source).
+
+    source: ``placement`` (GPU ids the group's placements use, spread over its nodes), ``config`` (the group's
+    ``num_gpus`` or ``cluster.num_gpus_per_node``), ``unknown`` (a group that runs GPU components but nothing
+    says how many), ``""`` (nothing placed needs GPUs; a robot group hosting only ``env`` then needs none).
+    A count needed by several groups on the same node is the largest of them.
+    """
+    counts: list[int] = []
+    source = ""
+    for g in sig_groups:
+        label = g["label"]
+        hosted = group_components.get(label, set())
+        gpu_work = bool(hosted - {"env"}) if g["hw_type"] else bool(hosted)
+        configured = _gpu_count(g.get("num_gpus"))
+        if configured is None:
+            configured = cluster_gpus
+        if not g["hw_type"] and label in group_need and label not in group_all:
+            counts.append(math.ceil(group_need[label] / max(len(g["ranks"]), 1)))
+            source = source or "placement"
+        elif gpu_work or (not hosted and not g["hw_type"]):
+            if configured is None:
+                if gpu_work:
+                    return None, "unknown"
+                continue
+            counts.append(configured)
+            source = "config" if source != "placement" else source
+    if counts:
+        return max(counts), source
+    return None, ""
 
 
 def groups_with_hw(sig_hw: tuple, by_label: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:

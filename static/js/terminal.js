@@ -207,7 +207,8 @@
     else if (code === 1000) text = s.sessionEnded;
     else if (reason && code >= 4000) text = fmt(s.closed, { reason });
     else text = fmt(s.closedUnexpectedly, { code, reason: reason || "-" });
-    const full = reason && !text.includes(reason) ? text + " (" + reason + ")" : text;
+    // The exit code is printed once: the server's English reason only repeats it (issue 14.9).
+    const full = exitCode === null && reason && !text.includes(reason) ? text + " (" + reason + ")" : text;
     term.writeln("\r\n\x1b[33m" + full + "\x1b[0m");
     status(full, code === 1000 ? "warn" : "bad");
     reconnectBtn.hidden = false;

@@ -5,7 +5,7 @@ runconsole stops, so local Workers outlive a restart of the web server, Celery a
 point 4). ``--stop`` stops the running supervisor of the state directory (and with it every Worker).
 Stops every Worker on SIGTERM/SIGINT unless ``--keep-pods`` (or ``RLARK_LOCAL_KEEP_PODS=1``); a restarted
 supervisor adopts Workers still alive.
-The command replaces itself (same PID) with ``python -m clusters.runtime.local.supervisor``, which does
+The command replaces itself (same PID) with ``python -m clusters.runtime.local`` (the supervisor), which does
 not load Django, so the long-running supervisor stays small (about 25 MB RSS).
 """
 
@@ -38,7 +38,7 @@ class Command(BaseCommand):
         argv = [
             sys.executable,
             "-m",
-            "clusters.runtime.local.supervisor",
+            "clusters.runtime.local",
             "--root",
             str(root or settings.RLARK_LOCAL_ROOT),
         ]

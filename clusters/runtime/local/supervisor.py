@@ -1005,7 +1005,7 @@ def serve(root: Path, keep_pods: bool | None = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m clusters.runtime.local.supervisor --root DIR [--keep-pods]`` (no Django: small RSS)."""
+    """``python -m clusters.runtime.local --root DIR [--keep-pods]`` (``__main__.py``) (no Django: small RSS)."""
     import argparse
 
     parser = argparse.ArgumentParser(description="RLark local runtime supervisor")
