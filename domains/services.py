@@ -273,9 +273,7 @@ def release_missing(domain: Domain, live_pod_keys: Iterable[str]) -> list[str]:
     return keys
 
 
-def sync_domain(
-    domain: Domain, live_pods: dict[str, tuple[str, str]], keep: Iterable[str] = ()
-) -> dict[str, str]:
+def sync_domain(domain: Domain, live_pods: dict[str, tuple[str, str]], keep: Iterable[str] = ()) -> dict[str, str]:
     """One reconcile pass for the sync (upstream 12.2, "RLark Console goes further": deterministic across
     clusters). ``live_pods`` maps every existing Pod key (``<cluster>/<namespace>/<pod>``) that uses the domain
     to ``(job, task)``. Addresses of Pods no longer listed are released, then Pods are allocated in sorted key

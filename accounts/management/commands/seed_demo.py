@@ -65,9 +65,7 @@ class Command(BaseCommand):
             name=DEMO_CLUSTER,
             defaults={"runtime": Cluster.Runtime.LOCAL, "status": Cluster.Status.ONLINE, "allow_host_path": True},
         )
-        ImageRegistry.objects.get_or_create(
-            name="docker-hub", defaults={"registry": "docker.io", "public": True}
-        )
+        ImageRegistry.objects.get_or_create(name="docker-hub", defaults={"registry": "docker.io", "public": True})
         if created or not Node.objects.filter(cluster=cluster).exists():
             upsert_local_nodes(cluster, DEMO_NODES)
             self.stdout.write(f"Demo local cluster '{DEMO_CLUSTER}' with {len(DEMO_NODES)} nodes ready.")
