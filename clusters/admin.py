@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts.audit import record
 from clusters.models import Cluster, ImageRegistry, Node
-from clusters.runtime.base import RuntimeError_
+from clusters.runtime.base import RuntimeFailure
 from clusters.services import node_sync
 from clusters.services.registration import RegistrationError, normalise_kubeconfig, set_cordon, test_connection
 
@@ -156,7 +156,7 @@ class NodeAdmin(admin.ModelAdmin):
             try:
                 set_cordon(node, value, actor=request.user, request=request)
                 done += 1
-            except RuntimeError_ as exc:
+            except RuntimeFailure as exc:
                 self.message_user(request, f"{node.cluster.name}/{node.name}: {exc}", messages.ERROR)
         if done:
             msg = _("Cordoned %(n)d nodes.") if value else _("Uncordoned %(n)d nodes.")

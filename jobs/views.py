@@ -25,7 +25,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts import policy
-from clusters.runtime.base import RuntimeError_
+from clusters.runtime.base import RuntimeFailure
 from jobs.models import Job, Phase, Pod
 from jobs.services import controller
 from jobs.services.status import (
@@ -282,7 +282,7 @@ def job_log(request: HttpRequest, name: str) -> HttpResponse:
         text = read_worker_log(job, pod, tail=DEFAULT_TAIL, previous=previous)
     except Pod.DoesNotExist:
         raise Http404("worker not found")
-    except RuntimeError_ as exc:
+    except RuntimeFailure as exc:
         error = str(exc)
     text = ANSI.sub("", text)  # colours are rendered by the Logs tab of issue 6; here plain text
     return render(request, "jobs/_log.html", {"job": job, "pod": pod, "text": text, "error": error})
@@ -302,7 +302,7 @@ def job_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
     if action == "delete":
         try:
             controller.delete(job, actor=request.user, request=request)
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             messages.error(request, _("Delete failed: %(msg)s") % {"msg": exc})
             return redirect(back)
         messages.success(request, _('Job "%(name)s" deleted.') % {"name": name})

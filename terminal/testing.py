@@ -5,7 +5,7 @@ It is a genuine data plane, not a mock: each "Pod" has a directory with one log 
 container instance (``<root>/<namespace>/<pod>/log.<restart>``) and a working directory;
 ``exec`` starts the command (bash by default) on a real pseudo-terminal in that working
 directory with the Pod's environment (``RLINF_NODE_RANK`` ...). Scheduling methods
-(apply/scale/delete) are not supported and raise ``RuntimeError_``.
+(apply/scale/delete) are not supported and raise ``RuntimeFailure``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from clusters.runtime.base import ContainerState, NodeInfo, PodInfo, PodNotFound, Runtime, RuntimeError_, TaskManifest
+from clusters.runtime.base import ContainerState, NodeInfo, PodInfo, PodNotFound, Runtime, RuntimeFailure, TaskManifest
 
 
 class PtyExec:
@@ -71,7 +71,7 @@ class PtyExec:
                 select.select([], [self.fd], [], 1.0)
                 continue
             except OSError as exc:
-                raise RuntimeError_(f"terminal closed: {exc}", "internal") from exc
+                raise RuntimeFailure(f"terminal closed: {exc}", "internal") from exc
             view = view[n:]
 
     def read(self, timeout: float = 0.1) -> bytes | None:
@@ -229,16 +229,16 @@ class DirRuntime(Runtime):
     # --- Runtime ---------------------------------------------------------------------------
     def ping(self) -> None:
         if not self.root.is_dir():
-            raise RuntimeError_("runtime directory is missing", "unreachable")
+            raise RuntimeFailure("runtime directory is missing", "unreachable")
 
     def list_nodes(self) -> list[NodeInfo]:
         return [NodeInfo(name="dir-node", labels={"kubernetes.io/hostname": "dir-node"})]
 
     def apply_task(self, manifest: TaskManifest) -> None:
-        raise RuntimeError_("DirRuntime does not schedule tasks", "invalid")
+        raise RuntimeFailure("DirRuntime does not schedule tasks", "invalid")
 
     def scale_task(self, namespace: str, task: str, replicas: int) -> None:
-        raise RuntimeError_("DirRuntime does not schedule tasks", "invalid")
+        raise RuntimeFailure("DirRuntime does not schedule tasks", "invalid")
 
     def delete_task(self, namespace: str, task: str, delete_storage: bool = False) -> None:
         for key, pod in list(self.pods.items()):
@@ -284,7 +284,7 @@ class DirRuntime(Runtime):
     def stream_log(self, namespace: str, pod: str, previous: bool = False) -> Iterator[bytes]:
         p = self._pod(namespace, pod)
         if previous and p.restart_count < 1:
-            raise RuntimeError_(f"{pod} has no previous container instance", "not_found")
+            raise RuntimeFailure(f"{pod} has no previous container instance", "not_found")
         path = self._log_path(p, p.restart_count - 1 if previous else p.restart_count)
         try:
             fh = open(path, "rb")  # noqa: SIM115 - closed by the generator
@@ -301,11 +301,11 @@ class DirRuntime(Runtime):
     def exec(self, namespace: str, pod: str, command: list[str] | None = None) -> PtyExec:
         p = self._pod(namespace, pod)
         if p.phase != "Running":
-            raise RuntimeError_(f"pod {pod} is {p.phase}; cannot open a terminal", "invalid")
+            raise RuntimeFailure(f"pod {pod} is {p.phase}; cannot open a terminal", "invalid")
         if not command:
             shell = shutil.which("bash") or shutil.which("sh")
             if not shell:
-                raise RuntimeError_("no shell found (tried bash, sh)", "not_found")
+                raise RuntimeFailure("no shell found (tried bash, sh)", "not_found")
             command = [shell, "--noprofile", "--norc", "-i"] if shell.endswith("bash") else [shell, "-i"]
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

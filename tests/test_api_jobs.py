@@ -219,13 +219,13 @@ def test_yaml_page_gives_the_api_codes(api, client, alice):
 
 
 def test_delete_failure_is_reported_and_job_kept(api, monkeypatch):
-    from clusters.runtime.base import RuntimeError_
+    from clusters.runtime.base import RuntimeFailure
     from jobs.services import controller
 
     assert api.post("/api/v1/jobs/", base_doc(), format="json").status_code == 201
 
     def fail(job, actor=None, request=None):
-        raise RuntimeError_("cluster local unreachable")
+        raise RuntimeFailure("cluster local unreachable")
 
     monkeypatch.setattr(controller, "delete", fail)
     r = api.delete("/api/v1/jobs/ppo-job/")

@@ -6,7 +6,7 @@ import pytest
 
 from accounts.models import AuditEvent
 from clusters.models import Cluster
-from clusters.runtime.base import RuntimeError_
+from clusters.runtime.base import RuntimeFailure
 from jobs.models import Job, Phase, Pod, Task
 from jobs.services import controller
 from jobs.services.sync import sync_all_clusters
@@ -136,8 +136,8 @@ def test_delete_removes_workloads_and_the_job(runtimes, alice):
 
 def test_delete_keeps_the_job_when_a_runtime_cannot_delete(runtimes, alice):
     job = submit(alice)
-    runtimes["alpha"].failure = RuntimeError_("connection refused", reason="unreachable")
-    with pytest.raises(RuntimeError_, match="connection refused"):
+    runtimes["alpha"].failure = RuntimeFailure("connection refused", reason="unreachable")
+    with pytest.raises(RuntimeFailure, match="connection refused"):
         controller.delete(job)
     job.refresh_from_db()
     assert job.stopped  # it will be scaled down once the cluster is back
@@ -156,7 +156,7 @@ def test_edit_adds_and_removes_tasks(runtimes, alice):
 
 
 def test_runtime_error_is_shown_and_retried_by_the_periodic_sync(runtimes, alice):
-    runtimes["alpha"].failure = RuntimeError_("API server timed out", reason="unreachable")
+    runtimes["alpha"].failure = RuntimeFailure("API server timed out", reason="unreachable")
     job = submit(alice)
     assert job.observed_generation < job.generation
     assert "API server timed out" in job.tasks.get(name="demo-header").message

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from clusters.runtime.base import PodNotFound, RuntimeError_
+from clusters.runtime.base import PodNotFound, RuntimeFailure
 from clusters.runtime.kubernetes import NO_SHELL, KubernetesRuntime
 from jobs.spec.manifests import build_task_manifests
 from tests.fake_k8s.fixtures import MARKER_TOKEN, fake_k8s, fake_kubeconfig  # noqa: F401
@@ -58,15 +58,15 @@ def owned(fake, kind_plural):
 def test_ping_ok_and_clear_failures(runtime, fake_k8s, fake_kubeconfig):  # noqa: F811
     runtime.ping()
     fake_k8s.denied |= {("create", "pods/exec"), ("list", "nodes")}
-    with pytest.raises(RuntimeError_) as exc:
+    with pytest.raises(RuntimeFailure) as exc:
         runtime.ping()
     assert exc.value.reason == "forbidden"
     assert "create pods/exec" in str(exc.value) and "list nodes (cluster-wide)" in str(exc.value)
     fake_k8s.denied.clear()
-    with pytest.raises(RuntimeError_) as exc:
+    with pytest.raises(RuntimeFailure) as exc:
         KubernetesRuntime(cluster_for(fake_kubeconfig, namespace="nope")).ping()
     assert exc.value.reason == "namespace_missing" and '"nope"' in str(exc.value)
-    with pytest.raises(RuntimeError_) as exc:
+    with pytest.raises(RuntimeFailure) as exc:
         KubernetesRuntime(cluster_for(fake_k8s.kubeconfig(token="wrong"), name="other")).ping()
     assert exc.value.reason == "unauthorized"
     assert MARKER_TOKEN not in str(exc.value)
@@ -205,7 +205,7 @@ def test_logs_tail_previous_stream(runtime, fake_k8s, manifests):  # noqa: F811
     assert len(text.splitlines()) == 1000 and text.splitlines()[-1] == "Global Step: 2999/3000"
     assert runtime.read_log(NS, pod, tail_lines=5).splitlines()[0] == "Global Step: 2995/3000"
     assert len(runtime.read_log(NS, pod, tail_lines=None).splitlines()) == 3000
-    with pytest.raises(RuntimeError_) as exc:
+    with pytest.raises(RuntimeFailure) as exc:
         runtime.read_log(NS, pod, previous=True)
     assert exc.value.reason == "not_found" and "no previous instance" in str(exc.value)
     fake_k8s.set_log(NS, pod, "new\n", previous="Ray worker process exited with code 1\n")
@@ -241,7 +241,7 @@ def test_exec_interactive_and_shell_fallback(runtime, fake_k8s, manifests):  # n
     fake_k8s.set_shells(NS, pod, ("sh",))
     assert runtime.exec(NS, pod).command == ["sh"]
     fake_k8s.set_shells(NS, pod, ())
-    with pytest.raises(RuntimeError_, match=r"no shell found \(tried bash, sh\)") as exc:
+    with pytest.raises(RuntimeFailure, match=r"no shell found \(tried bash, sh\)") as exc:
         runtime.exec(NS, pod)
     assert str(exc.value) == NO_SHELL
     with pytest.raises(PodNotFound):
@@ -251,12 +251,12 @@ def test_exec_interactive_and_shell_fallback(runtime, fake_k8s, manifests):  # n
 
 def test_exec_refuses_pending_pod_and_fails_fast_when_unreachable(runtime, fake_k8s, manifests):  # noqa: F811
     runtime.apply_task(manifests[0])
-    with pytest.raises(RuntimeError_, match="is not running"):
+    with pytest.raises(RuntimeFailure, match="is not running"):
         runtime.exec(NS, "robot-policy-training-actor-0")
     fake_k8s.set_pod(NS, "robot-policy-training-actor-0", "Running")
     fake_k8s.set_fault("timeout", delay=6)
     started = time.monotonic()
-    with pytest.raises(RuntimeError_) as exc:
+    with pytest.raises(RuntimeFailure) as exc:
         runtime.exec(NS, "robot-policy-training-actor-0")
     assert exc.value.reason == "unreachable" and time.monotonic() - started < 4
     fake_k8s.set_fault(None)
@@ -349,7 +349,7 @@ def test_failures_are_clear_and_credential_free(runtime, fake_k8s, fault):  # no
     else:
         fake_k8s.set_fault(fault, delay=5)
     started = time.monotonic()
-    with pytest.raises(RuntimeError_) as exc:
+    with pytest.raises(RuntimeFailure) as exc:
         runtime.list_nodes()
     assert time.monotonic() - started < 4
     expected = {

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.runtime.base import PodNotFound, RuntimeError_
+from clusters.runtime.base import PodNotFound, RuntimeFailure
 from clusters.runtime.local import launcher
 from clusters.runtime.local.runtime import _tail
 from tests.test_local_runtime_support import (
@@ -47,7 +47,7 @@ def sleeper(job, template="header", **kw):
 
 def test_unreachable_supervisor_is_reported(tmp_path):
     rt = SupervisorProcess(tmp_path / "nobody").runtime(NODES)
-    with pytest.raises(RuntimeError_) as err:
+    with pytest.raises(RuntimeFailure) as err:
         rt.ping()
     assert err.value.reason == "unreachable"
     assert "local_supervisor" in str(err.value)
@@ -114,7 +114,7 @@ def test_restart_keeps_previous_log_and_exit_codes(sup):
     rt.scale_task("rlark-system", "crash-header", 1)
     fresh = wait_for(lambda: pods_by_name(rt, "crash").get("crash-header-0"), 10, what="fresh pod")
     assert fresh.uid != pod.uid and fresh.container.restart_count == 0
-    with pytest.raises(RuntimeError_) as err:
+    with pytest.raises(RuntimeFailure) as err:
         rt.read_log("rlark-system", "crash-header-0", previous=True)
     assert err.value.reason == "not_found"
     rt.delete_task("rlark-system", "crash-header")
@@ -223,7 +223,7 @@ def test_supervisor_restart_adopts_workers_and_stop_leaves_nothing(tmp_path):
         def listed():
             try:
                 return rt._call("list_pods", job="keep")[0]
-            except RuntimeError_:
+            except RuntimeFailure:
                 return None
 
         again = wait_for(lambda: (p := listed()) and p["pid"] and p, 30, what="second supervisor answering")
@@ -265,9 +265,9 @@ def test_registry_picks_the_runtime_by_cluster_kind():
     kube = Cluster.objects.create(name="kube", runtime=Cluster.Runtime.KUBERNETES)
     try:  # imported lazily; without a kubeconfig the Kubernetes runtime itself may refuse
         assert type(get_runtime(kube)).__name__ == "KubernetesRuntime"
-    except RuntimeError_ as exc:
+    except RuntimeFailure as exc:
         assert "not available" not in str(exc)
     local.runtime = "other"
-    with pytest.raises(RuntimeError_) as err:
+    with pytest.raises(RuntimeFailure) as err:
         get_runtime(local)
     assert err.value.reason == "invalid"

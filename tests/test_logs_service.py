@@ -9,7 +9,7 @@ import tracemalloc
 import pytest
 from django.test import AsyncClient
 
-from clusters.runtime.base import PodNotFound, RuntimeError_
+from clusters.runtime.base import PodNotFound, RuntimeFailure
 from terminal.services import ansi, logs
 from terminal.services.runtimes import use_runtime_factory
 from terminal.testing import DirRuntime, seed_job
@@ -102,7 +102,7 @@ def test_restart_resets_and_previous_instance_is_readable(runtime, job):
     assert batch.reset and batch.lines == ["after restart"]
     prev = logs.read_tail(runtime, t2, previous=True)
     assert prev.lines == ["before crash", "Traceback: boom"]
-    with pytest.raises(RuntimeError_) as exc:
+    with pytest.raises(RuntimeFailure) as exc:
         logs.read_tail(runtime, _targets(job)["demo-actor-1"], previous=True)
     assert logs.empty_state(_targets(job)["demo-actor-1"], True, exc.value)[0] == "no-previous"
 

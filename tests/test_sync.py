@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from clusters.models import Cluster
-from clusters.runtime.base import RuntimeError_
+from clusters.runtime.base import RuntimeFailure
 from jobs.models import Job, Phase, Pod
 from jobs.services import controller, sync
 from jobs.services.status import get_condition, job_status, read_worker_log
@@ -235,7 +235,7 @@ def test_failing_cluster_is_marked_offline_and_does_not_stop_the_others(runtimes
     monkeypatch.setattr(sync, "_backoff", {})
     a = submit(alice, name="ja")
     b = submit(alice, name="jb", cluster="beta")
-    runtimes["alpha"].failure = RuntimeError_("connection refused", reason="unreachable")
+    runtimes["alpha"].failure = RuntimeFailure("connection refused", reason="unreachable")
     runtimes["beta"].set_running()
     runtimes["beta"].log("jb-header-0", *HEAD_READY)
     result = sync_all_clusters(force=True)
@@ -308,7 +308,7 @@ def test_failing_cluster_is_retried_with_back_off(runtimes, alice, monkeypatch):
     monkeypatch.setattr(sync, "_last_full_sync", 0.0)
     calls = []
     alpha = runtimes["alpha"]
-    alpha.failure = RuntimeError_("connection refused", reason="unreachable")
+    alpha.failure = RuntimeFailure("connection refused", reason="unreachable")
     original = alpha.list_nodes
     monkeypatch.setattr(alpha, "list_nodes", lambda: calls.append(1) or original())
     sync_all_clusters(force=True)

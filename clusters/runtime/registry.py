@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clusters.models import Cluster
-from clusters.runtime.base import Runtime, RuntimeError_
+from clusters.runtime.base import Runtime, RuntimeFailure
 
 
 def get_runtime(cluster: Cluster) -> Runtime:
@@ -11,8 +11,8 @@ def get_runtime(cluster: Cluster) -> Runtime:
     ``clusters.runtime.kubernetes.KubernetesRuntime`` (imported lazily, so a missing or broken
     Kubernetes client only fails when a Kubernetes cluster is used).
 
-    Raises RuntimeError_(reason="invalid") for an unknown runtime kind and
-    RuntimeError_(reason="internal") when the Kubernetes runtime cannot be imported."""
+    Raises RuntimeFailure(reason="invalid") for an unknown runtime kind and
+    RuntimeFailure(reason="internal") when the Kubernetes runtime cannot be imported."""
     if cluster.runtime == Cluster.Runtime.LOCAL:
         from clusters.runtime.local import LocalRuntime
 
@@ -21,6 +21,6 @@ def get_runtime(cluster: Cluster) -> Runtime:
         try:
             from clusters.runtime.kubernetes import KubernetesRuntime
         except ImportError as exc:
-            raise RuntimeError_(f"the Kubernetes runtime is not available: {exc}", "internal") from exc
+            raise RuntimeFailure(f"the Kubernetes runtime is not available: {exc}", "internal") from exc
         return KubernetesRuntime(cluster)
-    raise RuntimeError_(f"unknown runtime {cluster.runtime!r} for cluster {cluster.name}", "invalid")
+    raise RuntimeFailure(f"unknown runtime {cluster.runtime!r} for cluster {cluster.name}", "invalid")

@@ -32,7 +32,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from clusters.models import Cluster, Node
-from clusters.runtime.base import NodeInfo, RuntimeError_
+from clusters.runtime.base import NodeInfo, RuntimeFailure
 from clusters.services.inventory import category, gpu_model
 
 logger = logging.getLogger("rlark.sync")
@@ -83,7 +83,7 @@ def get_runtime(cluster: Cluster) -> Any:
         from clusters.runtime.kubernetes import KubernetesRuntime
 
         return KubernetesRuntime(cluster)
-    raise RuntimeError_(f"no runtime for {cluster.runtime!r}", reason="invalid")
+    raise RuntimeFailure(f"no runtime for {cluster.runtime!r}", reason="invalid")
 
 
 def node_fields(info: NodeInfo) -> dict[str, Any]:
@@ -143,7 +143,7 @@ def sync_cluster_nodes(cluster: Cluster, runtime: Any = None, *, force: bool = F
         runtime = runtime or get_runtime(cluster)
         infos = runtime.list_nodes()
     except Exception as exc:  # never let one cluster break the loop
-        if isinstance(exc, RuntimeError_):
+        if isinstance(exc, RuntimeFailure):
             message, reason = str(exc), exc.reason
             logger.warning("cluster %s offline: %s", cluster.name, message)
         else:

@@ -25,7 +25,7 @@ from django.db import transaction
 
 from accounts.audit import record
 from clusters.models import Cluster, Node, dns_label
-from clusters.runtime.base import RuntimeError_
+from clusters.runtime.base import RuntimeFailure
 from clusters.services.inventory import upsert_local_nodes
 
 
@@ -76,7 +76,7 @@ def test_connection(cluster: Cluster) -> None:
 
     try:
         KubernetesRuntime(cluster).ping()
-    except RuntimeError_ as exc:
+    except RuntimeFailure as exc:
         field = "namespace" if exc.reason == "namespace_missing" else "kubeconfig"
         raise RegistrationError(f"connectivity test failed: {exc}", field, exc.reason) from None
 
@@ -159,7 +159,7 @@ def register_cluster(data: dict, actor=None, request=None, *, test: bool = True)
 
 
 def set_cordon(node: Node, unschedulable: bool, actor=None, request=None) -> Node:
-    """Cordon/uncordon a node: on Kubernetes ``spec.unschedulable`` is patched first (RuntimeError_ on
+    """Cordon/uncordon a node: on Kubernetes ``spec.unschedulable`` is patched first (RuntimeFailure on
     failure); then the row. Running pods are not affected."""
     cluster = node.cluster
     if cluster.runtime == Cluster.Runtime.KUBERNETES:

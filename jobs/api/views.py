@@ -362,9 +362,9 @@ class JobDetailView(APIView):
         try:
             _controller_call(controller.delete, job, request)
         except Exception as exc:  # a runtime could not delete a workload: the job is kept (and stopped)
-            from clusters.runtime.base import RuntimeError_
+            from clusters.runtime.base import RuntimeFailure
 
-            if not isinstance(exc, RuntimeError_):
+            if not isinstance(exc, RuntimeFailure):
                 raise
             prefix = "Delete failed: " if lang() == "en" else "删除失败："
             return Response({"detail": f"{prefix}{exc}"}, status=status.HTTP_503_SERVICE_UNAVAILABLE)

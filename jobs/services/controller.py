@@ -35,7 +35,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from clusters.models import Cluster
-from clusters.runtime.base import Runtime, RuntimeError_, TaskManifest
+from clusters.runtime.base import Runtime, RuntimeFailure, TaskManifest
 from jobs.models import Job, Phase, Pod, Task
 
 logger = logging.getLogger(__name__)
@@ -263,7 +263,7 @@ def _reconcile_locked(job: Job) -> list[str]:
         if template not in wanted or clusters[_plan_of(plan, template)["cluster"]].pk != task.cluster_id:
             try:
                 rt(task.cluster).delete_task(task.namespace, task.name)
-            except RuntimeError_ as exc:
+            except RuntimeFailure as exc:
                 errors.append(f"{task.name}: {exc}")
                 continue
             task.delete()
@@ -316,7 +316,7 @@ def _reconcile_locked(job: Job) -> list[str]:
             if run:
                 manifest = manifests.get(task.name)
                 if manifest is None:
-                    raise RuntimeError_(f"no manifest was built for Task {task.name}", reason="invalid")
+                    raise RuntimeFailure(f"no manifest was built for Task {task.name}", reason="invalid")
                 recreate = task.applied_replicas > 0 and task.applied_attempt != job.attempt
                 _mark_template(task, manifest, rolls=task.applied_replicas > 0 and not recreate)
                 # Record the intent first: a crash after apply must still let stop scale it down.
@@ -331,14 +331,14 @@ def _reconcile_locked(job: Job) -> list[str]:
                 archive_task_logs(job, task)  # the full logs stay readable once the Pods are gone
                 try:
                     runtime.scale_task(task.namespace, task.name, 0)
-                except RuntimeError_ as exc:
+                except RuntimeFailure as exc:
                     if exc.reason != "not_found":
                         raise
                 _mark_applied(task, 0, task.applied_attempt)
             if task.message.startswith("Runtime error: "):
                 task.message = ""
                 task.save(update_fields=["message"])
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             errors.append(f"{task.name}: {exc}")
             if task.message != f"Runtime error: {exc}":
                 task.message = f"Runtime error: {exc}"
@@ -482,7 +482,7 @@ def _new_attempt(job: Job) -> None:
 def delete(job: Job, actor=None, request=None) -> None:
     """Remove the job's workloads from every runtime, then the job row.
 
-    Raises :class:`RuntimeError_` (and keeps the job, marked stopped) when a runtime cannot
+    Raises :class:`RuntimeFailure` (and keeps the job, marked stopped) when a runtime cannot
     delete a workload, so nothing keeps running unseen; the page shows ``删除失败：<msg>``.
     """
     with job_lock(job.pk):
@@ -494,12 +494,12 @@ def delete(job: Job, actor=None, request=None) -> None:
         for task in job.tasks.select_related("cluster"):
             try:
                 runtime_for(task.cluster).delete_task(task.namespace, task.name)
-            except RuntimeError_ as exc:
+            except RuntimeFailure as exc:
                 errors.append(f"{task.name}: {exc}")
         if errors:
             if not job.stopped:
                 Job.objects.filter(pk=job.pk).update(stopped=True)
-            raise RuntimeError_("; ".join(errors), reason="unreachable")
+            raise RuntimeFailure("; ".join(errors), reason="unreachable")
         _audit(actor, "job.delete", job, request)
         from domains.services import release_job
 

@@ -909,7 +909,7 @@ def read_pod_log(job, pod_name: str) -> str:
     Returns "" when no log can be read (Pod gone, cluster unreachable)."""
     from collections import deque
 
-    from clusters.runtime.base import RuntimeError_
+    from clusters.runtime.base import RuntimeFailure
 
     task = next((t for t in job.tasks.select_related("cluster") if pod_name.rpartition("-")[0] == t.name), None)
     if task is not None:
@@ -941,7 +941,7 @@ def read_pod_log(job, pod_name: str) -> str:
             if head or tail:
                 gap = [f"... ({skipped} lines skipped) ..."] if skipped else []
                 return "\n".join([*head, *gap, *tail])
-        except (RuntimeError_, OSError, NotImplementedError):
+        except (RuntimeFailure, OSError, NotImplementedError):
             pass
     try:
         from jobs.services.status import read_worker_log

@@ -79,7 +79,7 @@ def record_pod_metrics(job, metrics: dict[str, dict[str, float]] | None, now: da
 def sample_job(job, now: datetime | None = None) -> bool:
     """Ask each runtime of ``job`` for its Pods' usage and store it. Returns False when no runtime reports
     metrics (``pod_metrics()`` is None or fails): then the page shows "not available"."""
-    from clusters.runtime.base import RuntimeError_
+    from clusters.runtime.base import RuntimeFailure
     from jobs.services.controller import runtime_for
 
     seen: set[tuple[int, str]] = set()
@@ -91,7 +91,7 @@ def sample_job(job, now: datetime | None = None) -> bool:
         seen.add(key)
         try:
             metrics = runtime_for(task.cluster).pod_metrics(task.namespace, job.name)
-        except (RuntimeError_, OSError, NotImplementedError):
+        except (RuntimeFailure, OSError, NotImplementedError):
             metrics = None
         if metrics is not None:
             any_available = True

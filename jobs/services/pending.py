@@ -422,7 +422,7 @@ def _claims_of(template: dict) -> list[str]:
 def _add_workload_events(task, template: dict, role: RoleInput) -> None:
     """Ask the runtime for the Warning events that explain a role without Pods (its StatefulSet) or with an
     unbound claim (its PVCs); only then, so a healthy job costs no call. An unreachable cluster adds nothing."""
-    from clusters.runtime.base import RuntimeError_
+    from clusters.runtime.base import RuntimeFailure
     from clusters.runtime.registry import get_runtime
 
     missing_pod = len(role.pods) < role.replicas
@@ -439,7 +439,7 @@ def _add_workload_events(task, template: dict, role: RoleInput) -> None:
         if claims and unbound:
             found = runtime.warning_events(namespace, "PersistentVolumeClaim", claims)
             role.claims = {c: [{"reason": e.reason, "message": e.message} for e in found.get(c, [])] for c in claims}
-    except RuntimeError_:
+    except RuntimeFailure:
         return
 
 

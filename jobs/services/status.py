@@ -15,7 +15,7 @@ from typing import Any
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
-from clusters.runtime.base import PodNotFound, RuntimeError_
+from clusters.runtime.base import PodNotFound, RuntimeFailure
 from jobs.models import Job, Phase, Pod, Task
 
 # Bounds of the log API (seed 02: the Logs tab reads at most the last 1000 lines per Pod).
@@ -216,14 +216,14 @@ def read_worker_log(job: Job, pod_name: str, tail: int | None = DEFAULT_TAIL, pr
     Reads from the runtime; when the Pod is gone (job stopped or finished) falls back to the
     copy the sync archived before scaling it down. Raises ``Pod.DoesNotExist`` when the Pod
     is not one of this job's Workers, :class:`PodNotFound` when neither the runtime nor the
-    archive has its log, :class:`RuntimeError_` for other runtime failures.
+    archive has its log, :class:`RuntimeFailure` for other runtime failures.
     """
     task = _task_of_pod(job, pod_name)
     from jobs.services.controller import runtime_for
 
     try:
         return runtime_for(task.cluster).read_log(task.namespace, pod_name, tail_lines=tail, previous=previous)
-    except RuntimeError_ as exc:
+    except RuntimeFailure as exc:
         from jobs.services import log_archive
 
         archived = log_archive.find(job.name, pod_name, previous)

@@ -49,7 +49,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from clusters.models import Cluster
-from clusters.runtime.base import ContainerState, PodInfo, RuntimeError_
+from clusters.runtime.base import ContainerState, PodInfo, RuntimeFailure
 from jobs.models import Job, Phase, Pod, Task
 from jobs.services import bulk, controller, domain_ips, metrics, runtime_restart
 from jobs.services.status import get_condition, set_condition
@@ -316,7 +316,7 @@ def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool, force: bool
         stats["calls"] += result.calls
         stats["log_reads"] += result.log_reads
         if not result.ok:
-            _cluster_failed(cluster, RuntimeError_(result.error, result.reason), node_sync, down, report)
+            _cluster_failed(cluster, RuntimeFailure(result.error, result.reason), node_sync, down, report)
             continue
         if node_sync and result.nodes is not None:
             from clusters.services.node_sync import apply_node_infos
@@ -345,7 +345,7 @@ def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool, force: bool
 
 def _cluster_failed(cluster: Cluster, exc: Exception, node_sync: bool, down: dict[int, str], report) -> None:
     """Offline with the reason; its jobs keep their last known state; back-off for the periodic sync."""
-    reason = exc.reason if isinstance(exc, RuntimeError_) else type(exc).__name__
+    reason = exc.reason if isinstance(exc, RuntimeFailure) else type(exc).__name__
     message = f"{reason}: {exc}"[:1000]
     logger.warning("cluster %s sync failed: %s", cluster.name, message)
     down[cluster.pk] = message

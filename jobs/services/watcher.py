@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from django.db import close_old_connections
 
-from clusters.runtime.base import RuntimeError_
+from clusters.runtime.base import RuntimeFailure
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class ClusterWatch(threading.Thread):
             except NotImplementedError:
                 self.unsupported = True
                 return
-            except RuntimeError_ as exc:
+            except RuntimeFailure as exc:
                 self.last_error = str(exc)
                 logger.info("watch %s of cluster %s: %s (again in %.0f s)", self.kind, self.cluster.name, exc, pause)
             except Exception as exc:  # noqa: BLE001 - keep watching; the periodic sync covers the gap

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from clusters.runtime.base import PodNotFound, Runtime, RuntimeError_
+from clusters.runtime.base import PodNotFound, Runtime, RuntimeFailure
 from terminal.services import ansi
 from terminal.services.runtimes import accepts, runtime_for
 
@@ -237,7 +237,7 @@ def resolve_targets(layout: Layout) -> tuple[list[LogTarget], list[str]]:
     for (_, namespace), refs in groups.items():
         try:
             pods = runtime_for(refs[0].cluster).list_pods(namespace, layout.job)
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             warnings.append(str(exc))
             continue
         answered.update(r.name for r in refs)
@@ -368,7 +368,7 @@ def read_tail(
     """The last ``tail`` lines of the container instance and a cursor at its end.
 
     Reads the whole log once in constant memory (a deque of ``tail`` lines). Raises
-    PodNotFound when the Pod is gone and RuntimeError_(reason="not_found") when there is no
+    PodNotFound when the Pod is gone and RuntimeFailure(reason="not_found") when there is no
     previous instance.
     """
     if final is None:
@@ -456,7 +456,7 @@ def empty_state(target: LogTarget, previous: bool, error: Exception | None = Non
     """
     if isinstance(error, PodNotFound) or not target.exists:
         return "gone", f"Pod {target.pod} no longer exists; its logs are no longer available."
-    if previous and (not target.has_previous or (isinstance(error, RuntimeError_) and error.reason == "not_found")):
+    if previous and (not target.has_previous or (isinstance(error, RuntimeFailure) and error.reason == "not_found")):
         return "no-previous", f"{target.pod} has no previous container instance."
     if error is not None:
         return "error", f"error fetching logs: {error}"

@@ -26,7 +26,7 @@ def use_runtime_factory(factory: Callable[[Any], Runtime] | None) -> None:
 def runtime_for(cluster) -> Runtime:
     """The runtime for ``cluster`` (a ``clusters.models.Cluster``).
 
-    Raises ``clusters.runtime.base.RuntimeError_`` when the cluster cannot be served.
+    Raises ``clusters.runtime.base.RuntimeFailure`` when the cluster cannot be served.
     """
     if _factory is not None:
         return _factory(cluster)
