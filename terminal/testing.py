@@ -28,7 +28,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from clusters.models import Cluster
 from clusters.runtime.base import ContainerState, NodeInfo, PodInfo, PodNotFound, Runtime, RuntimeFailure, TaskManifest
+from jobs.models import Job, Pod, Task
+from rlark_console.asgi import application
 
 
 class PtyExec:
@@ -344,9 +347,6 @@ def seed_job(
 ):
     """Create a Job with one Task per role (first is the Ray head) in the database, and its Pods
     in ``runtime`` (running, env ``RLINF_NODE_RANK``) and in the database. Returns the Job."""
-    from clusters.models import Cluster
-    from jobs.models import Job, Pod, Task
-
     cluster, _ = Cluster.objects.get_or_create(name="dir", defaults={"runtime": "local", "status": "online"})
     job = Job.objects.create(name=name, owner=owner, spec={}, phase="Running")
     rank = 0
@@ -394,8 +394,6 @@ def ws_communicator(path: str, cookie: str | None = None, origin: str | None = "
     """A ``WebsocketCommunicator`` against the real ASGI application (Origin check, session auth)."""
     from channels.testing import WebsocketCommunicator
     from django.conf import settings
-
-    from rlark_console.asgi import application
 
     headers = [(b"host", b"127.0.0.1")]
     if origin:

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, settings
 
 from accounts.services import create_token
 from clusters.models import Cluster
-from jobs.services import controller
+from clusters.runtime import registry
 from tests.fake_runtime import FakeRuntime
 from tests.spec_fixtures import seed_db
 
@@ -77,7 +77,7 @@ def token(admin_user, settings, monkeypatch, tmp_path, loopback_only, keep_test_
     settings.VAR_DIR = tmp_path
     seed_db(admin_user)
     runtime = FakeRuntime("local")
-    monkeypatch.setattr(controller, "runtime_for", lambda cluster: runtime)
+    monkeypatch.setattr(registry, "runtime_for", lambda cluster: runtime)
     Cluster.objects.filter(name="local").update(runtime="local")
     return create_token(admin_user, "fuzz")[1]
 

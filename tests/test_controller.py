@@ -6,6 +6,7 @@ import pytest
 
 from accounts.models import AuditEvent
 from clusters.models import Cluster
+from clusters.runtime import registry
 from clusters.runtime.base import RuntimeFailure
 from jobs.models import Job, Phase, Pod, Task
 from jobs.services import controller
@@ -23,7 +24,7 @@ def runtimes(monkeypatch, settings, tmp_path):
     fakes = {"alpha": FakeRuntime("alpha"), "beta": FakeRuntime("beta")}
     Cluster.objects.create(name="alpha", runtime="local", namespace="ns-alpha", status="online")
     Cluster.objects.create(name="beta", runtime="local", namespace="ns-beta", status="online")
-    monkeypatch.setattr(controller, "runtime_for", lambda cluster: fakes[cluster.name])
+    monkeypatch.setattr(registry, "runtime_for", lambda cluster: fakes[cluster.name])
     return fakes
 
 

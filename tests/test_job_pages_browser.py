@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from clusters.models import Cluster
+from clusters.runtime import registry
 from jobs.models import Job
 from jobs.services import controller
 from jobs.services.sync import sync_job
@@ -27,7 +28,7 @@ def fake(monkeypatch, settings, tmp_path):
     settings.VAR_DIR = tmp_path
     runtime = FakeRuntime("alpha")
     Cluster.objects.create(name="alpha", runtime="local", namespace="ns", status="online")
-    monkeypatch.setattr(controller, "runtime_for", lambda cluster: runtime)
+    monkeypatch.setattr(registry, "runtime_for", lambda cluster: runtime)
     return runtime
 
 

@@ -12,8 +12,8 @@ import yaml
 from rest_framework.test import APIClient
 
 from clusters.models import Cluster, ImageRegistry
+from clusters.runtime import registry
 from jobs.models import Job, Pod
-from jobs.services import controller
 from jobs.services.sync import sync_all_clusters
 from jobs.spec.manifests import build_task_manifests
 from storage.models import StorageClass
@@ -163,7 +163,7 @@ def test_three_role_job_on_kubernetes(setup, fake_k8s, alice, client):  # noqa: 
     assert "old run" in html
     html = client.get("/jobs/flow/log/", {"pod": "flow-env-0", "previous": "1"}).content.decode()
     assert "no previous instance" in html
-    stream = controller.runtime_for(cluster).exec(NS, "flow-rollout-1")
+    stream = registry.runtime_for(cluster).exec(NS, "flow-rollout-1")
     stream.write(b"echo $RLARK_NODE_RANK_START $RLARK_HEAD_ADDRESS\n")
     out, deadline = b"", time.monotonic() + 5
     while b"flow-actor-ray-head" not in out and time.monotonic() < deadline:

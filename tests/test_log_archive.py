@@ -13,6 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from clusters.models import Cluster, Node
+from clusters.runtime import registry
 from jobs.models import Job, Pod, Task
 from jobs.services import controller, log_archive
 from jobs.services.status import read_worker_log
@@ -34,7 +35,7 @@ def local(tmp_path, settings):
     sup = SupervisorProcess(settings.RLARK_LOCAL_ROOT).start()
     cluster = Cluster.objects.create(name="c1", runtime="local", status="online")
     Node.objects.create(cluster=cluster, name="n1", labels={"kubernetes.io/hostname": "n1"}, capacity={"cpu": 8})
-    rt = controller.runtime_for(cluster)
+    rt = registry.runtime_for(cluster)
     rt.ping()
     yield rt, cluster
     sup.stop()

@@ -76,7 +76,7 @@ def job(admin_user, tmp_path):
 
 
 def use_runtime(monkeypatch, runtime):
-    monkeypatch.setattr("jobs.services.controller.runtime_for", lambda cluster: runtime)
+    monkeypatch.setattr("clusters.runtime.registry.runtime_for", lambda cluster: runtime)
 
 
 def test_cpu_memory_are_the_runtime_numbers_and_ring_is_bounded(job, monkeypatch):

@@ -13,6 +13,7 @@ import yaml
 
 from accounts.management.commands.seed_demo import DEMO_NODES
 from clusters.models import Cluster
+from clusters.runtime import registry
 from clusters.services.inventory import upsert_local_nodes
 from jobs.models import Job, MetricSample
 from jobs.services import controller, diagnosis, metrics, runcheck
@@ -109,16 +110,16 @@ def test_demo_job_succeeds_with_five_met_checks_and_real_metrics(local, admin_us
 
     # The status sync already stored samples; then one more sample: exactly what the local runtime reported.
     assert MetricSample.objects.filter(job=job, pod_name="cartpole-demo-header-0").exists()
-    real = controller.runtime_for
+    real = registry.runtime_for
     spies = []
 
     def spying(cluster):
         spies.append(Spy(real(cluster)))
         return spies[-1]
 
-    monkeypatch.setattr(controller, "runtime_for", spying)
+    monkeypatch.setattr(registry, "runtime_for", spying)
     assert metrics.sample_job(job)
-    monkeypatch.setattr(controller, "runtime_for", real)
+    monkeypatch.setattr(registry, "runtime_for", real)
     reported = {k: v for spy in spies for r in spy.returned if r for k, v in r.items()}
     assert set(reported) == {"cartpole-demo-header-0", "cartpole-demo-rollout-0", "cartpole-demo-rollout-1"}
     rows = {w.pod: w for w in metrics.worker_metrics(job)}

@@ -8,11 +8,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from clusters.models import Cluster
+from clusters.runtime import registry
 from clusters.runtime.base import RuntimeFailure
 from jobs.models import Job, Phase, Pod
 from jobs.services import controller, sync
+from jobs.services.log_markers import log_signals
 from jobs.services.status import get_condition, job_status, read_worker_log
-from jobs.services.sync import log_signals, sync_all_clusters, sync_job
+from jobs.services.sync import sync_all_clusters, sync_job
 from tests.fake_runtime import FakeRuntime, job_document
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +35,7 @@ def runtimes(monkeypatch, settings, tmp_path):
     fakes = {"alpha": FakeRuntime("alpha"), "beta": FakeRuntime("beta")}
     Cluster.objects.create(name="alpha", runtime="local", namespace="ns-alpha", status="online")
     Cluster.objects.create(name="beta", runtime="local", namespace="ns-beta", status="online")
-    monkeypatch.setattr(controller, "runtime_for", lambda cluster: fakes[cluster.name])
+    monkeypatch.setattr(registry, "runtime_for", lambda cluster: fakes[cluster.name])
     return fakes
 
 

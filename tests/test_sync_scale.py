@@ -17,10 +17,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from clusters.models import Cluster
+from clusters.runtime import registry
 from jobs.models import Job, Phase
 from jobs.models_metrics import MetricSample
 from jobs.services import controller, metrics
-from jobs.services.sync import log_signals, merge_signals, sync_all_clusters, sync_job
+from jobs.services.log_markers import log_signals, merge_signals
+from jobs.services.sync import sync_all_clusters, sync_job
 from tests.fake_k8s.fixtures import fake_k8s  # noqa: F401
 from tests.fake_runtime import FakeRuntime, job_document
 
@@ -54,7 +56,7 @@ def alpha(monkeypatch, settings, tmp_path):
     settings.RLARK_SYNC_INTERVAL = 0  # every sync_all_clusters() call is a cycle (no "ran recently" skip)
     fake = MeteredRuntime("alpha")
     Cluster.objects.create(name="alpha", runtime="local", namespace="ns-alpha", status="online")
-    monkeypatch.setattr(controller, "runtime_for", lambda cluster: fake)
+    monkeypatch.setattr(registry, "runtime_for", lambda cluster: fake)
     metrics._last_sync_sample.clear()
     return fake
 
@@ -162,7 +164,7 @@ def test_metrics_one_call_per_cluster_not_per_job(alpha, alice):
 
 def test_local_runtime_byte_cursor(tmp_path):
     from clusters.runtime.local.runtime import LocalRuntime
-    from clusters.runtime.local.supervisor import pod_dir
+    from clusters.runtime.local.supervision import pod_dir
 
     class C:
         name = "c1"

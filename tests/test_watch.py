@@ -15,6 +15,7 @@ import yaml
 from django.db import OperationalError
 
 from clusters.models import Cluster
+from clusters.runtime import registry
 from clusters.runtime.kubernetes import KubernetesRuntime
 from jobs.models import Job, Pod
 from jobs.services import controller
@@ -129,6 +130,6 @@ def test_a_pod_change_reaches_the_job_status_within_2_seconds(fake_k8s, settings
 def test_runtimes_without_a_watch_are_left_to_the_periodic_sync(monkeypatch):
     cluster = Cluster(name="loc", runtime="local")
     watch = ClusterWatch(cluster, "pods", Dispatcher(sync=lambda names: None))
-    monkeypatch.setattr(controller, "runtime_for", lambda c: FakeRuntime("loc"))
+    monkeypatch.setattr(registry, "runtime_for", lambda c: FakeRuntime("loc"))
     watch.run()  # returns at once
     assert watch.unsupported

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from clusters.runtime.local import launcher
-from clusters.runtime.local.supervisor import Supervisor
+from clusters.runtime.local.supervision import Supervisor
 from tests.test_local_runtime_support import (
     LoopbackWatch,
     free_port_block,

@@ -32,6 +32,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from clusters.models import Cluster, Node
+from clusters.runtime import registry
 from clusters.runtime.base import NodeInfo, RuntimeFailure
 from clusters.services.inventory import category, gpu_model
 
@@ -72,18 +73,8 @@ class SyncResult:
 
 
 def get_runtime(cluster: Cluster) -> Any:
-    """The cluster's runtime (``clusters.runtime.registry.get_runtime`` when present)."""
-    try:
-        from clusters.runtime.registry import get_runtime as registry_get_runtime
-    except ImportError:  # registry not there yet
-        registry_get_runtime = None
-    if registry_get_runtime is not None:
-        return registry_get_runtime(cluster)
-    if cluster.runtime == Cluster.Runtime.KUBERNETES:
-        from clusters.runtime.kubernetes import KubernetesRuntime
-
-        return KubernetesRuntime(cluster)
-    raise RuntimeFailure(f"no runtime for {cluster.runtime!r}", reason="invalid")
+    """The cluster's runtime (``clusters.runtime.registry.runtime_for``)."""
+    return registry.runtime_for(cluster)
 
 
 def node_fields(info: NodeInfo) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from django.db import transaction
 from accounts.audit import record
 from clusters.models import Cluster, Node, dns_label
 from clusters.runtime.base import RuntimeFailure
+from clusters.services import node_sync
 from clusters.services.inventory import upsert_local_nodes
 
 
@@ -72,6 +73,7 @@ def _cidr(value: str, field: str) -> str:
 
 def test_connection(cluster: Cluster) -> None:
     """Ping the cluster's API (KubernetesRuntime.ping); RegistrationError(code=<reason>) with a clear message."""
+    # local import: the Kubernetes client is optional until a Kubernetes cluster is used
     from clusters.runtime.kubernetes import KubernetesRuntime
 
     try:
@@ -163,9 +165,7 @@ def set_cordon(node: Node, unschedulable: bool, actor=None, request=None) -> Nod
     failure); then the row. Running pods are not affected."""
     cluster = node.cluster
     if cluster.runtime == Cluster.Runtime.KUBERNETES:
-        from clusters.services.node_sync import get_runtime
-
-        runtime = get_runtime(cluster)
+        runtime = node_sync.get_runtime(cluster)
         runtime.cordon(node.name, unschedulable)
     if node.unschedulable != unschedulable:
         node.unschedulable = unschedulable

@@ -29,6 +29,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from clusters.runtime.base import PodInfo, Runtime, RuntimeFailure
+from jobs.services.log_markers import merge_signals
 
 logger = logging.getLogger(__name__)
 
@@ -317,8 +318,6 @@ def _read_logs(
     pods: dict[str, list[PodInfo]],
     result: ClusterResult,
 ) -> None:
-    from jobs.services.sync import merge_signals
-
     names = [i.name for name, infos in pods.items() if tasks[name].active for i in infos]
     sizes = runtime.log_sizes(namespace, names) if names else None
     if sizes is not None:

@@ -32,6 +32,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from clusters.runtime.base import PodNotFound, Runtime, RuntimeFailure
+from jobs.models import Job, Pod
+from jobs.services import log_archive
 from terminal.services import ansi
 from terminal.services.runtimes import accepts, runtime_for
 
@@ -104,7 +106,6 @@ class LogTarget:
         """The archived full log of the current or previous instance, if one was kept."""
         if not self.archive:
             return None
-        from jobs.services import log_archive
 
         return log_archive.find("", self.pod, previous, base=Path(self.archive))
 
@@ -192,7 +193,6 @@ class LogBatch:
 
 def load_layout(job) -> Layout:
     """Tasks and recorded Pods of ``job`` (``jobs.models.Job``). Database access only."""
-    from jobs.models import Pod
 
     tasks = tuple(
         TaskRef(
@@ -215,7 +215,6 @@ def load_layout(job) -> Layout:
 
 def load_layout_named(job_name: str) -> Layout | None:
     """:func:`load_layout` for the job called ``job_name``; None if it was deleted."""
-    from jobs.models import Job
 
     job = Job.objects.filter(name=job_name).first()
     return load_layout(job) if job is not None else None
@@ -306,14 +305,12 @@ def _target(
 
 def _archive(job: str, pod: str) -> str:
     """The job's log archive directory (``jobs.services.log_archive.job_dir``)."""
-    from jobs.services import log_archive
 
     return str(log_archive.job_dir(job))
 
 
 def _file_chunks(path: Path, size: int = 64 * 1024) -> Iterator[bytes]:
     """An archived log's uncompressed bytes in chunks (constant memory)."""
-    from jobs.services import log_archive
 
     return log_archive.chunks(path, size)
 

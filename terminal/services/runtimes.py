@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from clusters.runtime.base import Runtime
+from clusters.runtime.registry import get_runtime
 
 _factory: Callable[[Any], Runtime] | None = None
 
@@ -30,7 +31,6 @@ def runtime_for(cluster) -> Runtime:
     """
     if _factory is not None:
         return _factory(cluster)
-    from clusters.runtime.registry import get_runtime  # built by the runtime owners
 
     return get_runtime(cluster)
 

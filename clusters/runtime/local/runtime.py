@@ -1,7 +1,7 @@
 """``LocalRuntime``: the :class:`~clusters.runtime.base.Runtime` of a ``local`` cluster.
 
-A thin client of the local supervisor (``clusters.runtime.local.supervisor``), which owns the Worker
-processes; this object lives in the web and Celery processes and keeps no state of its own. Logs are
+A thin client of the local supervisor (``clusters.runtime.local.supervisor`` serving ``.supervision``), which owns
+the Worker processes; this object lives in the web and Celery processes and keeps no state of its own. Logs are
 read straight from the Pod's directory (``<root>/pods/<cluster>/<pod>/main[.previous].log``); exec
 enters the Worker's user+mount+PID+UTS namespaces with ``nsenter`` and runs ``bash -l`` on a PTY.
 
@@ -40,7 +40,8 @@ from clusters.runtime.base import (
     RuntimeFailure,
     TaskManifest,
 )
-from clusters.runtime.local.supervisor import pod_dir, socket_path
+from clusters.runtime.local.scheduling import parse_quantity
+from clusters.runtime.local.supervision import pod_dir, socket_path
 
 CHUNK = 64 * 1024
 
@@ -287,8 +288,6 @@ class LocalRuntime(Runtime):
 
 
 def _num(value: Any) -> float:
-    from clusters.runtime.local.scheduling import parse_quantity
-
     try:
         return parse_quantity(value)
     except (TypeError, ValueError):
