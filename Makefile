@@ -46,6 +46,7 @@ test: install
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk) \
 	  >/dev/null 2>&1 || echo "could not install chromium"; fi
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	$(PY) manage.py makemigrations --check --dry-run -v0
 	@bash tools/k8s/build.sh >/dev/null || echo "real Kubernetes control plane not built: its tests (-m k8s_real) will skip"
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
@@ -62,7 +63,7 @@ k8s-down:
 	$(PY) -m tools.k8s.controlplane down
 
 lint: install
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
 
 bench: install
 	for b in bench/*.py; do $(PY) $$b; done

@@ -1,10 +1,12 @@
 """Draw the import graph of the project's modules and report its cycles (issue 17).
 
-Usage: ``python -m tools.arch.graph OUT_STEM`` writes ``OUT_STEM.dot``, ``OUT_STEM.svg`` and ``OUT_STEM.png``
+Usage: ``python -m tools.arch.graph OUT_STEM [--squash]`` writes ``OUT_STEM.dot``, ``OUT_STEM.svg`` and ``OUT_STEM.png``
 (the last two when Graphviz ``dot`` is on PATH) and prints the strongly connected components (import cycles)
 of more than one module. Modules are grouped by their layer in the ``[tool.importlinter]`` layers contract of
 pyproject.toml; red edges are part of a cycle, orange edges run from a lower layer to a higher one.
-Every import counts, including those inside function bodies (grimp reads them all).
+Every import counts, including those inside function bodies (grimp reads them all). ``--squash`` draws one box
+per module the layers contract names (``jobs.spec`` for all of ``jobs/spec/``, ...) and leaves out the modules
+no layer lists: the readable picture of docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ def layers() -> list[tuple[str, list[str]]]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     for contract in config.get("tool", {}).get("importlinter", {}).get("contracts", []):
         if contract.get("type") == "layers":
-            names = contract.get("layer_names", [])
+            names = config.get("tool", {}).get("rlark-architecture", {}).get("layer_names", [])
             result = []
             for i, entry in enumerate(contract["layers"]):
                 modules = [m.strip() for m in entry.replace(":", "|").split("|") if m.strip()]
@@ -156,13 +158,32 @@ def upward(pairs: set[tuple[str, str]], table: list[tuple[str, list[str]]]) -> l
     return out
 
 
+def squash(pairs: set[tuple[str, str]], table: list[tuple[str, list[str]]]) -> set[tuple[str, str]]:
+    """The imports between the modules the layers name (each module folded into its longest listed prefix)."""
+    prefixes = [prefix for _, group in table for prefix in group]
+
+    def fold(module: str) -> str | None:
+        found = [p for p in prefixes if module == p or module.startswith(p + ".")]
+        return max(found, key=len) if found else None
+
+    out = set()
+    for a, b in pairs:
+        fa, fb = fold(a), fold(b)
+        if fa and fb and fa != fb:
+            out.add((fa, fb))
+    return out
+
+
 def main(argv: list[str]) -> int:
-    stem = Path(argv[0]) if argv else ROOT / "var" / "imports"
+    args = [a for a in argv if not a.startswith("--")]
+    stem = Path(args[0]) if args else ROOT / "var" / "imports"
     stem.parent.mkdir(parents=True, exist_ok=True)
     graph = build()
     pairs = edges(graph)
-    loops = cycles(pairs)
     table = layers()
+    if "--squash" in argv:
+        pairs = squash(pairs, table)
+    loops = cycles(pairs)
     stem.with_suffix(".dot").write_text(dot(pairs, loops, table))
     if shutil.which("dot"):
         for fmt in ("svg", "png"):
