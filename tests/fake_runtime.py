@@ -258,3 +258,21 @@ def job_document(name: str, roles=None, cluster: str = "alpha") -> dict:
             task["runScript"] = "python train.py"
         tasks.append(task)
     return {"apiVersion": "rlinf.io/v1alpha1", "kind": "Job", "metadata": {"name": name}, "spec": {"tasks": tasks}}
+
+
+def fake_clusters(monkeypatch, settings, tmp_path, namespaces: dict[str, str]) -> dict[str, FakeRuntime]:
+    """Clusters named by ``namespaces`` (name -> namespace), each served by its own :class:`FakeRuntime`.
+
+    Stored as online ``local`` clusters; ``clusters.runtime.registry.runtime_for`` answers with their fakes;
+    reconciles run synchronously (``CELERY_TASK_ALWAYS_EAGER``); archived logs go under ``tmp_path``.
+    Returns ``{name: FakeRuntime}``. The one factory behind the ``runtimes``/``fake`` fixtures of the tests."""
+    from clusters.models import Cluster
+    from clusters.runtime import registry
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.VAR_DIR = tmp_path  # archived logs
+    fakes = {name: FakeRuntime(name) for name in namespaces}
+    for name, namespace in namespaces.items():
+        Cluster.objects.create(name=name, runtime="local", namespace=namespace, status="online")
+    monkeypatch.setattr(registry, "runtime_for", lambda cluster: fakes[cluster.name])
+    return fakes

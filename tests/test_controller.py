@@ -5,13 +5,11 @@ from __future__ import annotations
 import pytest
 
 from accounts.models import AuditEvent
-from clusters.models import Cluster
-from clusters.runtime import registry
 from clusters.runtime.base import RuntimeFailure
 from jobs.models import Job, Phase, Pod, Task
 from jobs.services import controller
 from jobs.services.sync import sync_all_clusters
-from tests.fake_runtime import FakeRuntime, job_document
+from tests.fake_runtime import fake_clusters, job_document
 
 pytestmark = pytest.mark.django_db
 
@@ -19,13 +17,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def runtimes(monkeypatch, settings, tmp_path):
     """Clusters ``alpha`` and ``beta`` backed by FakeRuntimes; reconciles run synchronously."""
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    settings.VAR_DIR = tmp_path  # archived logs
-    fakes = {"alpha": FakeRuntime("alpha"), "beta": FakeRuntime("beta")}
-    Cluster.objects.create(name="alpha", runtime="local", namespace="ns-alpha", status="online")
-    Cluster.objects.create(name="beta", runtime="local", namespace="ns-beta", status="online")
-    monkeypatch.setattr(registry, "runtime_for", lambda cluster: fakes[cluster.name])
-    return fakes
+    return fake_clusters(monkeypatch, settings, tmp_path, {"alpha": "ns-alpha", "beta": "ns-beta"})
 
 
 def submit(owner, name="demo", **kw) -> Job:

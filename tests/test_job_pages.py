@@ -5,12 +5,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from clusters.models import Cluster
-from clusters.runtime import registry
 from jobs.models import Job, Phase
 from jobs.services import controller
 from jobs.services.sync import sync_job
-from tests.fake_runtime import FakeRuntime, job_document
+from tests.fake_runtime import fake_clusters, job_document
 
 pytestmark = pytest.mark.django_db
 
@@ -19,12 +17,7 @@ HEAD_READY = ["RLINF_NODE_RANK: 0", "Ray cluster is ready. Printing cluster info
 
 @pytest.fixture
 def fake(monkeypatch, settings, tmp_path):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    settings.VAR_DIR = tmp_path
-    runtime = FakeRuntime("alpha")
-    Cluster.objects.create(name="alpha", runtime="local", namespace="ns", status="online")
-    monkeypatch.setattr(registry, "runtime_for", lambda cluster: runtime)
-    return runtime
+    return fake_clusters(monkeypatch, settings, tmp_path, {"alpha": "ns"})["alpha"]
 
 
 def submit(owner, name="demo", display="") -> Job:

@@ -8,14 +8,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from clusters.models import Cluster
-from clusters.runtime import registry
 from clusters.runtime.base import RuntimeFailure
 from jobs.models import Job, Phase, Pod
 from jobs.services import controller, sync
 from jobs.services.log_markers import log_signals
 from jobs.services.status import get_condition, job_status, read_worker_log
 from jobs.services.sync import sync_all_clusters, sync_job
-from tests.fake_runtime import FakeRuntime, job_document
+from tests.fake_runtime import FakeRuntime, fake_clusters, job_document
 
 pytestmark = pytest.mark.django_db
 
@@ -30,13 +29,7 @@ HEAD_READY = [
 
 @pytest.fixture
 def runtimes(monkeypatch, settings, tmp_path):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    settings.VAR_DIR = tmp_path  # archived logs
-    fakes = {"alpha": FakeRuntime("alpha"), "beta": FakeRuntime("beta")}
-    Cluster.objects.create(name="alpha", runtime="local", namespace="ns-alpha", status="online")
-    Cluster.objects.create(name="beta", runtime="local", namespace="ns-beta", status="online")
-    monkeypatch.setattr(registry, "runtime_for", lambda cluster: fakes[cluster.name])
-    return fakes
+    return fake_clusters(monkeypatch, settings, tmp_path, {"alpha": "ns-alpha", "beta": "ns-beta"})
 
 
 @pytest.fixture
