@@ -47,6 +47,7 @@ test: install
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk) \
 	  >/dev/null 2>&1 || echo "could not install chromium"; fi
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	$(PY) manage.py makemigrations --check --dry-run -v0
 	@bash tools/k8s/build.sh >/dev/null || echo "real Kubernetes control plane not built: its tests (-m k8s_real) will skip"
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
@@ -63,7 +64,7 @@ k8s-down:
 	$(PY) -m tools.k8s.controlplane down
 
 lint: install
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
 
 bench: install
 	for b in bench/*.py; do [ "$$b" = bench/quick.py ] || $(PY) $$b; done

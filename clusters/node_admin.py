@@ -1,6 +1,6 @@
 """Back office for nodes (issue 15): capacity list, system-node switch, batch metadata edit, cordon.
 
-The admin class only wires forms to services: system nodes ``clusters.services.system_nodes``, metadata
+The admin class only wires forms to services: system nodes ``clusters.system_nodes``, metadata
 ``clusters.services.node_metadata``, capacity figures ``clusters.services.node_capacity``, cordon
 ``clusters.services.registration.set_cordon``.
 """
@@ -16,9 +16,9 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from clusters.models import Node
-from clusters.runtime.base import RuntimeError_
+from clusters.node_health import problems
+from clusters.runtime.base import RuntimeFailure
 from clusters.services.node_capacity import jobs_on_node, with_capacity
-from clusters.services.node_health import problems
 from clusters.services.node_metadata import FIELDS, MetadataError, set_field
 from clusters.services.nodes import gpu_key, total_free
 from clusters.services.registration import set_cordon
@@ -289,7 +289,7 @@ class NodeAdmin(admin.ModelAdmin):
             try:
                 set_cordon(node, value, actor=request.user, request=request)
                 done += 1
-            except RuntimeError_ as exc:
+            except RuntimeFailure as exc:
                 self.message_user(request, f"{node.cluster.name}/{node.name}: {exc}", messages.ERROR)
         if done:
             msg = _("Cordoned %(n)d nodes.") if value else _("Uncordoned %(n)d nodes.")

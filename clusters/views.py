@@ -12,10 +12,10 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from clusters.models import Cluster, Node
-from clusters.runtime.base import RuntimeError_
+from clusters.runtime.base import RuntimeFailure
 from clusters.services.nodes import cluster_summary, filter_nodes, match_nodes, node_summary
 from clusters.services.registration import set_cordon
-from clusters.services.system_nodes import show_system_nodes
+from clusters.system_nodes import show_system_nodes
 from jobs.spec.selectors import SelectorError
 from rlark_console.redirects import safe_next
 
@@ -95,7 +95,7 @@ def node_cordon(request: HttpRequest, cluster: str, name: str, cordon: bool) -> 
     node = get_object_or_404(Node.objects.select_related("cluster"), cluster__name=cluster, name=name)
     try:
         set_cordon(node, cordon, actor=request.user, request=request)
-    except RuntimeError_ as exc:
+    except RuntimeFailure as exc:
         messages.error(request, str(exc))
     else:
         if cordon:

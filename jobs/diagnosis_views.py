@@ -21,11 +21,13 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from accounts import policy
+from accounts.audit import record
 from jobs.services import diagnosis as diagnosis_service
 from jobs.services import metrics as metrics_service
 from jobs.services import pending as pending_service
 from jobs.services import runcheck as runcheck_service
 from jobs.services.metric_charts import metric_chart_context
+from jobs.services.status import format_duration
 
 
 def _lang() -> str:
@@ -79,7 +81,6 @@ def run_check(request: HttpRequest, name: str) -> HttpResponse:
         else:
             job.run_check = cleaned
             job.save(update_fields=["run_check", "updated_at"])
-            from accounts.audit import record
 
             record(request.user, "job.run_check_settings", "job", job.name, request=request, **cleaned)
             return redirect("jobs:runcheck", name=job.name)
@@ -116,7 +117,6 @@ def metrics(request: HttpRequest, name: str) -> HttpResponse:
     """Metrics tab."""
     job = policy.get_job_for(request.user, name)
     data = metrics_service.job_metrics(job)
-    from jobs.services.status import format_duration
 
     workers = []
     for w in data["workers"]:

@@ -8,6 +8,8 @@ Ray node with ``RLINF_NODE_RANK = rank_start + ordinal``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -67,6 +69,14 @@ class Job(models.Model):
         ]
         verbose_name = _("job")
         verbose_name_plural = _("jobs")
+
+    @property
+    def spec_section(self) -> dict[str, Any]:
+        """The ``spec`` part of the stored ``rlinf.io/v1alpha1`` document (``self.spec`` holds all of it);
+        the whole document when it has no ``spec`` mapping (an old or hand-written row)."""
+        doc = self.spec or {}
+        inner = doc.get("spec")
+        return inner if isinstance(inner, dict) else doc
 
     def __str__(self) -> str:
         return self.name

@@ -1,4 +1,8 @@
-"""Celery tasks of the control plane (all idempotent; safe to re-run or run twice)."""
+"""Celery tasks of the control plane (all idempotent; safe to re-run or run twice).
+
+This is the only module that knows Celery: the controller reaches :func:`reconcile_job` through the hooks
+:func:`install_reconcile_hooks` gives it (``jobs.services.controller.ReconcileHooks``).
+"""
 
 from __future__ import annotations
 
@@ -6,24 +10,23 @@ import logging
 
 from celery import shared_task
 
+from jobs.models import Job
+from jobs.services import controller
+from jobs.services.log_archive import purge_expired
+from jobs.services.sync import sync_all_clusters, sync_job
+
 logger = logging.getLogger(__name__)
 
 
 @shared_task(name="jobs.tasks.sync_all", ignore_result=True)
 def sync_all() -> None:
     """Periodic status sync of every cluster (Celery beat, every RLARK_SYNC_INTERVAL seconds)."""
-    from jobs.services.sync import sync_all_clusters
-
     sync_all_clusters()
 
 
 @shared_task(name="jobs.tasks.reconcile_job", ignore_result=True)
 def reconcile_job(job_id: int) -> None:
     """Apply the job's desired state to its runtimes, then sync its status at once."""
-    from jobs.models import Job
-    from jobs.services import controller
-    from jobs.services.sync import sync_job
-
     job = Job.objects.filter(pk=job_id).first()
     if job is None:  # deleted meanwhile
         return
@@ -34,9 +37,6 @@ def reconcile_job(job_id: int) -> None:
 @shared_task(name="jobs.tasks.sync_job", ignore_result=True)
 def sync_job_task(job_id: int) -> None:
     """Sync one job's status now."""
-    from jobs.models import Job
-    from jobs.services.sync import sync_job
-
     job = Job.objects.filter(pk=job_id).first()
     if job is not None:
         sync_job(job)
@@ -45,6 +45,17 @@ def sync_job_task(job_id: int) -> None:
 @shared_task(name="jobs.tasks.purge_log_archives", ignore_result=True)
 def purge_log_archives() -> None:
     """Remove deleted jobs' archived logs once the retention period is over (``jobs.services.log_archive``)."""
-    from jobs.services.log_archive import purge_expired
-
     purge_expired()
+
+
+def _run_reconcile_now(job_id: int) -> None:
+    reconcile_job.apply(args=(job_id,))
+
+
+def _enqueue_reconcile(job_id: int) -> None:
+    reconcile_job.delay(job_id)
+
+
+def install_reconcile_hooks() -> None:
+    """Make ``controller.request_reconcile`` run :func:`reconcile_job` (eagerly, or enqueued after commit)."""
+    controller.use_reconcile_hooks(controller.ReconcileHooks(run_now=_run_reconcile_now, enqueue=_enqueue_reconcile))

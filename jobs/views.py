@@ -25,11 +25,13 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts import policy
-from clusters.runtime.base import RuntimeError_
+from clusters.models import Node
+from clusters.runtime.base import RuntimeFailure
 from jobs.models import Job, Phase, Pod
-from jobs.services import controller
+from jobs.services import controller, log_archive
 from jobs.services.headline import job_headline, worker_phase
 from jobs.services.job_list import WorkerCounts, worker_counts
+from jobs.services.pending import job_pending_reasons
 from jobs.services.status import (
     DEFAULT_TAIL,
     format_duration,
@@ -38,6 +40,8 @@ from jobs.services.status import (
     runtime_seconds,
     worker_rows,
 )
+from jobs.spec.document import render_yaml
+from jobs.spec.layout import display_role_of
 from rlark_console.redirects import safe_next
 
 PAGE_SIZES = (10, 20, 50)
@@ -107,7 +111,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 def _spec_summary(job: Job) -> dict[str, Any]:
     """What the Overview shows of the stored document: roles, start command, shared settings, env."""
-    spec = controller.job_spec(job)
+    spec = job.spec_section
     roles = []
     run_script = tensorboard = ""
     env: list[dict[str, str]] = []
@@ -166,18 +170,10 @@ def _replicas(workload: dict) -> int:
 
 
 def _role_name(template: dict) -> str:
-    from jobs.spec.layout import display_role_of
-
     return display_role_of(template)
 
 
 def _render_yaml(job: Job) -> str:
-    try:
-        from jobs.spec.document import render_yaml
-    except ImportError:  # pragma: no cover - the document module ships with the job spec
-        import yaml
-
-        return yaml.safe_dump(job.spec, sort_keys=False, allow_unicode=True)
     return render_yaml(job.spec)
 
 
@@ -188,8 +184,6 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
     head = next((w for w in workers if w["head"]), None)
     nodes = {}
     if workers:
-        from clusters.models import Node
-
         clusters = {t.cluster_id for t in tasks}
         nodes = {n.name: n for n in Node.objects.filter(cluster_id__in=clusters)}
     labels = dict(Phase.choices)
@@ -231,8 +225,6 @@ def _pending_reasons(job: Job) -> list[dict[str, Any]]:
         return []
     from django.utils.translation import get_language
 
-    from jobs.services.pending import job_pending_reasons
-
     lang = "en" if (get_language() or "").startswith("en") else "zh-hans"
     rows = []
     for role, reasons in job_pending_reasons(job, with_logs=False).items():
@@ -263,7 +255,6 @@ def job_detail(request: HttpRequest, name: str) -> HttpResponse:
         context["yaml"] = _render_yaml(job)
     if tab == "logs":
         context["log_pod"] = request.GET.get("pod") or (context["head"]["name"] if context["head"] else "")
-        from jobs.services import log_archive
 
         context["log_archive_cut"] = log_archive.cut_files(job.name)
         context["log_archive_cap"] = log_archive.cap_for(job)
@@ -284,7 +275,7 @@ def job_log(request: HttpRequest, name: str) -> HttpResponse:
         text = read_worker_log(job, pod, tail=DEFAULT_TAIL, previous=previous)
     except Pod.DoesNotExist:
         raise Http404("worker not found")
-    except RuntimeError_ as exc:
+    except RuntimeFailure as exc:
         error = str(exc)
     text = ANSI.sub("", text)  # colours are rendered by the Logs tab of issue 6; here plain text
     return render(request, "jobs/_log.html", {"job": job, "pod": pod, "text": text, "error": error})
@@ -304,7 +295,7 @@ def job_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
     if action == "delete":
         try:
             controller.delete(job, actor=request.user, request=request)
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             messages.error(request, _("Delete failed: %(msg)s") % {"msg": exc})
             return redirect(back)
         messages.success(request, _('Job "%(name)s" deleted.') % {"name": name})

@@ -28,9 +28,17 @@ from django.views.decorators.http import require_POST
 
 from accounts import policy
 from clusters.models import Cluster, Node
+from domains.models import Domain
+from domains.services import default_domain
 from jobs.models import Job
+from jobs.services import submission
 from jobs.services import wizard as wz
+from jobs.services.submission import check_document, clone_document
+from jobs.spec import rlinf
+from jobs.spec.document import parse_text, render_yaml
 from jobs.spec.selectors import SelectorError, matches, parse_selector
+from sshkeys.services import keys_for
+from storage.services import classes_for_cluster
 
 DEMO_JOB_YAML = Path(settings.BASE_DIR) / "examples" / "demo" / "job.yaml"
 
@@ -107,23 +115,18 @@ class UIInventory:
 
 def _storage_classes(cluster: str) -> list[str]:
     """Names of the storage classes of ``cluster`` (storage.services)."""
-    from storage.services import classes_for_cluster
 
     return [sc.name for sc in classes_for_cluster(cluster)]
 
 
 def _domains() -> tuple[list[Any], str]:
     """All domains by name and the one the wizard preselects (domains.services: the only one, else none)."""
-    from domains.models import Domain
-    from domains.services import default_domain
-
     default = default_domain()
     return list(Domain.objects.order_by("name")), default.name if default else ""
 
 
 def _ssh_keys(user, owner=None) -> list[Any]:
     """The user's keys (and, when editing someone else's job, its owner's keys)."""
-    from sshkeys.services import keys_for
 
     keys = list(keys_for(user))
     if owner is not None and owner != user:
@@ -139,7 +142,6 @@ def _validate(state: wz.WizardState, user, job=None):
     the one validator). Returns ``(normalized document, result)``.
 
     ``job``: the job being edited (its own Workers' resources are given back; its owner's keys are known)."""
-    from jobs.services.submission import check_document
 
     kwargs = {"exclude_job": job, "key_owners": [job.owner]} if job is not None else {}
     rlinf_config = state.rlinf_config if state.rlinf_config.strip() else None
@@ -156,7 +158,6 @@ def _problem_rows(problems, lang: str) -> list[dict[str, Any]]:
 
 def _preview_yaml(document: dict) -> str:
     """The exact YAML that will be stored (``document`` is already normalized)."""
-    from jobs.spec.document import render_yaml
 
     return render_yaml(document)
 
@@ -286,8 +287,6 @@ def _int(value: str, default: int = -1) -> int:
 
 
 def _load_demo(inv: UIInventory) -> tuple[wz.WizardState | None, str]:
-    from jobs.spec.document import parse_text
-
     if not DEMO_JOB_YAML.exists():
         return None, _("The demo job (examples/demo/job.yaml) is not available.")
     document, problems = parse_text(DEMO_JOB_YAML.read_text(), "application/yaml")
@@ -448,8 +447,6 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
 
 
 def _submit(request, state, document, mode, job, extra):
-    from jobs.services import submission
-
     lang = "en" if _lang() == "en" else "zh-hans"
     try:
         if mode == Mode.CREATE:
@@ -491,8 +488,6 @@ def _wizard(request: HttpRequest, *, mode: str, job=None) -> HttpResponse:
             state.name = job.name
             state.rlinf_config = job.rlinf_config or ""
         elif request.GET.get("clone"):
-            from jobs.services.submission import clone_document
-
             source = policy.get_job_for(request.user, request.GET["clone"])
             state = wz.from_document(clone_document(source), infer_cluster=inv.infer_cluster)
             state.rlinf_config = source.rlinf_config or ""
@@ -531,7 +526,6 @@ def _preselect_common(state: wz.WizardState) -> None:
 
 def _import_rlinf(request, state: wz.WizardState, inv: UIInventory) -> dict[str, Any]:
     """Upload an RLinf Hydra YAML -> ``jobs.spec.rlinf.plan`` -> proposed roles (header = rank 0)."""
-    from jobs.spec import rlinf
 
     upload = request.FILES.get("rlinf_file")
     text = upload.read().decode("utf-8", "replace") if upload else request.POST.get("rlinf_text", "")
@@ -591,9 +585,6 @@ def match_count(request: HttpRequest, index: int) -> HttpResponse:
 @login_required
 def yaml_job(request: HttpRequest) -> HttpResponse:
     """``/jobs/new/yaml/``: paste or upload a Job YAML; validate, submit or open it in the wizard."""
-    from jobs.services import submission
-    from jobs.spec.document import parse_text
-
     lang = "en" if _lang() == "en" else "zh-hans"
     ctx: dict[str, Any] = {"text": "", "errors": [], "warnings": [], "valid": None}
     if request.method == "POST":

@@ -8,4 +8,5 @@ class TerminalConfig(AppConfig):
     verbose_name = _("Logs and WebTerminal")
 
     def ready(self) -> None:
-        from terminal.services import user_sessions  # noqa: F401  (registers the user_deactivated receiver)
+        # local import: a receiver module is imported once the app registry is ready (it registers itself)
+        from terminal.services import user_sessions  # noqa: F401

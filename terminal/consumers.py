@@ -27,7 +27,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from accounts.clientaddr import scope_address
-from clusters.runtime.base import PodNotFound, RuntimeError_
+from clusters.runtime.base import PodNotFound, RuntimeFailure
 from terminal.services import access, logs, sessions, transfer, user_sessions
 from terminal.services.runtimes import runtime_for
 
@@ -236,7 +236,7 @@ class LogsConsumer(_JobSocket):
 
         try:
             batch, payload = await asyncio.to_thread(work)
-        except RuntimeError_:
+        except RuntimeFailure:
             return
         await self.send_json(
             {"type": "older", "pod": pod, "id": batch.identity, "first": batch.first, "lines": payload}
@@ -246,7 +246,7 @@ class LogsConsumer(_JobSocket):
         if not target.exists and target.archive_path(self.previous) is None:
             return None, PodNotFound(target.pod)
         if self.previous and not target.has_previous and target.archive_path(True) is None:
-            return None, RuntimeError_("no previous instance", "not_found")
+            return None, RuntimeFailure("no previous instance", "not_found")
         cursor = self.cursors.get(target.pod)
 
         def work():
@@ -260,7 +260,7 @@ class LogsConsumer(_JobSocket):
 
         try:
             return await asyncio.to_thread(work), None
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             return None, exc
 
     async def _send_batch(self, batch: logs.LogBatch) -> None:
@@ -388,7 +388,7 @@ class TerminalConsumer(_JobSocket):
         except PodNotFound as exc:
             await self._finish(access.CLOSE_GONE, str(exc))
             return
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             await self._finish(access.CLOSE_ERROR, str(exc))
             return
         self.session = await database_sync_to_async(sessions.open_session)(
@@ -596,7 +596,7 @@ class TerminalConsumer(_JobSocket):
             self.last_input = time.monotonic()
             try:
                 await self.loop.run_in_executor(self.io, self.stream.write, bytes_data)
-            except (RuntimeError_, OSError) as exc:
+            except (RuntimeFailure, OSError) as exc:
                 await self._finish(access.CLOSE_ERROR, f"terminal connection lost: {exc}")
             return
         if text_data is None or len(text_data) > MAX_TEXT_FRAME:
@@ -667,7 +667,7 @@ class TerminalConsumer(_JobSocket):
                 transfer.upload_command(path, size, mode),
                 **self.exec_kwargs,
             )
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             self.upload = _Upload(0, error=str(exc))
             return
         up = _Upload(size, path, stream)
@@ -700,7 +700,7 @@ class TerminalConsumer(_JobSocket):
         if encoded:
             try:
                 await self.loop.run_in_executor(self.io, up.stream.write, encoded)
-            except RuntimeError_ as exc:
+            except RuntimeFailure as exc:
                 up.error = str(exc)
 
     async def _upload_end(self) -> None:
@@ -713,7 +713,7 @@ class TerminalConsumer(_JobSocket):
         if up.error is None:
             try:
                 await self.loop.run_in_executor(self.io, up.stream.write, up.encoder.finish())
-            except RuntimeError_ as exc:
+            except RuntimeFailure as exc:
                 up.error = str(exc)
         if up.stream is not None:
             timeout = 30 + up.expected / (1024 * 1024)
@@ -745,7 +745,7 @@ class TerminalConsumer(_JobSocket):
                 transfer.download_command(path),
                 **self.exec_kwargs,
             )
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             await self._transfer_done(False, str(exc))
             return
         parser = transfer.DownloadParser()

@@ -16,7 +16,11 @@ import threading
 import time
 from pathlib import Path
 
-PASSWORD = "demo-pass-1"
+import clusters.runtime.registry as registry
+from rlark_console.asgi import application
+from terminal.services.runtimes import use_runtime_factory
+from terminal.testing import PASSWORD, DirRuntime, seed_job
+
 NS = "rlark-jobs"
 
 
@@ -66,9 +70,6 @@ def main(argv: list[str] | None = None) -> None:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from terminal.services.runtimes import use_runtime_factory
-    from terminal.testing import DirRuntime, seed_job
-
     call_command("migrate", verbosity=0, interactive=False)
     users = get_user_model().objects
     alice = users.create_user("alice", "", PASSWORD)
@@ -76,7 +77,6 @@ def main(argv: list[str] | None = None) -> None:
     users.create_superuser("admin", "", PASSWORD)
     runtime = DirRuntime(base / "rt")
     use_runtime_factory(lambda cluster: runtime)
-    import clusters.runtime.registry as registry
 
     registry.get_runtime = lambda cluster: runtime  # the rest of the console (job pages, REST API) too
     seed_job(runtime, alice)
@@ -98,8 +98,6 @@ def main(argv: list[str] | None = None) -> None:
 
     from daphne.endpoints import build_endpoint_description_strings
     from daphne.server import Server
-
-    from rlark_console.asgi import application
 
     print(f"demo console on http://127.0.0.1:{args.port}/", flush=True)
     try:

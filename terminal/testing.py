@@ -5,7 +5,7 @@ It is a genuine data plane, not a mock: each "Pod" has a directory with one log 
 container instance (``<root>/<namespace>/<pod>/log.<restart>``) and a working directory;
 ``exec`` starts the command (bash by default) on a real pseudo-terminal in that working
 directory with the Pod's environment (``RLINF_NODE_RANK`` ...). Scheduling methods
-(apply/scale/delete) are not supported and raise ``RuntimeError_``.
+(apply/scale/delete) are not supported and raise ``RuntimeFailure``.
 """
 
 from __future__ import annotations
@@ -28,8 +28,13 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from clusters.runtime.base import ContainerState, NodeInfo, PodInfo, PodNotFound, Runtime, RuntimeError_, TaskManifest
+from clusters.models import Cluster
+from clusters.runtime.base import ContainerState, NodeInfo, PodInfo, PodNotFound, Runtime, RuntimeFailure, TaskManifest
 from clusters.runtime.containers import ContainerInfo
+from jobs.models import Job, Pod, Task
+from rlark_console.asgi import application
+
+PASSWORD = "demo-pass-1"  # the demo console's user password (terminal.demo)
 
 
 class PtyExec:
@@ -72,7 +77,7 @@ class PtyExec:
                 select.select([], [self.fd], [], 1.0)
                 continue
             except OSError as exc:
-                raise RuntimeError_(f"terminal closed: {exc}", "internal") from exc
+                raise RuntimeFailure(f"terminal closed: {exc}", "internal") from exc
             view = view[n:]
 
     def read(self, timeout: float = 0.1) -> bytes | None:
@@ -242,16 +247,16 @@ class DirRuntime(Runtime):
     # --- Runtime ---------------------------------------------------------------------------
     def ping(self) -> None:
         if not self.root.is_dir():
-            raise RuntimeError_("runtime directory is missing", "unreachable")
+            raise RuntimeFailure("runtime directory is missing", "unreachable")
 
     def list_nodes(self) -> list[NodeInfo]:
         return [NodeInfo(name="dir-node", labels={"kubernetes.io/hostname": "dir-node"})]
 
     def apply_task(self, manifest: TaskManifest) -> None:
-        raise RuntimeError_("DirRuntime does not schedule tasks", "invalid")
+        raise RuntimeFailure("DirRuntime does not schedule tasks", "invalid")
 
     def scale_task(self, namespace: str, task: str, replicas: int) -> None:
-        raise RuntimeError_("DirRuntime does not schedule tasks", "invalid")
+        raise RuntimeFailure("DirRuntime does not schedule tasks", "invalid")
 
     def delete_task(self, namespace: str, task: str, delete_storage: bool = False) -> None:
         for key, pod in list(self.pods.items()):
@@ -299,10 +304,10 @@ class DirRuntime(Runtime):
         p = self._pod(namespace, pod)
         if container != "main":
             if container not in p.containers or previous:
-                raise RuntimeError_(f'container "{container}" of pod {pod} has no such log', "not_found")
+                raise RuntimeFailure(f'container "{container}" of pod {pod} has no such log', "not_found")
             return self._iter_file(open(self.pod_dir(namespace, pod) / f"{container}.log", "rb"))  # noqa: SIM115
         if previous and p.restart_count < 1:
-            raise RuntimeError_(f"{pod} has no previous container instance", "not_found")
+            raise RuntimeFailure(f"{pod} has no previous container instance", "not_found")
         path = self._log_path(p, p.restart_count - 1 if previous else p.restart_count)
         try:
             fh = open(path, "rb")  # noqa: SIM115 - closed by the generator
@@ -319,13 +324,13 @@ class DirRuntime(Runtime):
     def exec(self, namespace: str, pod: str, command: list[str] | None = None, container: str = "main") -> PtyExec:
         p = self._pod(namespace, pod)
         if container not in p.containers:
-            raise RuntimeError_(f'container "{container}" not found in pod {pod}', "not_found")
+            raise RuntimeFailure(f'container "{container}" not found in pod {pod}', "not_found")
         if p.phase != "Running":
-            raise RuntimeError_(f"pod {pod} is {p.phase}; cannot open a terminal", "invalid")
+            raise RuntimeFailure(f"pod {pod} is {p.phase}; cannot open a terminal", "invalid")
         if not command:
             shell = shutil.which("bash") or shutil.which("sh")
             if not shell:
-                raise RuntimeError_("no shell found (tried bash, sh)", "not_found")
+                raise RuntimeFailure("no shell found (tried bash, sh)", "not_found")
             command = [shell, "--noprofile", "--norc", "-i"] if shell.endswith("bash") else [shell, "-i"]
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -366,9 +371,6 @@ def seed_job(
 ):
     """Create a Job with one Task per role (first is the Ray head) in the database, and its Pods
     in ``runtime`` (running, env ``RLINF_NODE_RANK``) and in the database. Returns the Job."""
-    from clusters.models import Cluster
-    from jobs.models import Job, Pod, Task
-
     cluster, _ = Cluster.objects.get_or_create(name="dir", defaults={"runtime": "local", "status": "online"})
     job = Job.objects.create(name=name, owner=owner, spec={}, phase="Running")
     rank = 0
@@ -416,8 +418,6 @@ def ws_communicator(path: str, cookie: str | None = None, origin: str | None = "
     """A ``WebsocketCommunicator`` against the real ASGI application (Origin check, session auth)."""
     from channels.testing import WebsocketCommunicator
     from django.conf import settings
-
-    from rlark_console.asgi import application
 
     headers = [(b"host", b"127.0.0.1")]
     if origin:
@@ -486,8 +486,6 @@ class DemoConsole:
 
 def demo_login(page, url: str, user: str = "alice") -> None:
     """Log a Playwright ``page`` in to the DemoConsole at ``url`` as ``user`` (the demo password)."""
-    from terminal.demo import PASSWORD
-
     page.goto(url + "/login/")
     page.fill("input[name=username]", user)
     page.fill("input[name=password]", PASSWORD)

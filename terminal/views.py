@@ -13,7 +13,7 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 
 from accounts.policy import get_job_for
-from clusters.runtime.base import PodNotFound, RuntimeError_
+from clusters.runtime.base import PodNotFound, RuntimeFailure
 from terminal.services import logs
 from terminal.services.panel import logs_panel_context, terminal_context
 
@@ -61,7 +61,7 @@ async def download_log(request, job: str):
             status=404,
             content_type="text/plain; charset=utf-8",
         )
-    except RuntimeError_ as exc:
+    except RuntimeFailure as exc:
         if exc.reason == "not_found":
             msg = _("%(pod)s has no previous container instance.") % {"pod": pod}
             return HttpResponse(msg, status=404, content_type="text/plain; charset=utf-8")

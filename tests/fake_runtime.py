@@ -19,7 +19,7 @@ from clusters.runtime.base import (
     PodInfo,
     PodNotFound,
     Runtime,
-    RuntimeError_,
+    RuntimeFailure,
     TaskManifest,
 )
 
@@ -66,7 +66,7 @@ class FakeRuntime(Runtime):
         self.replicas: dict[tuple[str, str], int] = {}
         self.pods: dict[tuple[str, str], FakePod] = {}
         self.calls: list[tuple] = []
-        self.failure: RuntimeError_ | None = None
+        self.failure: RuntimeFailure | None = None
         self.report_log_sizes = True  # like the local runtime; False behaves like Kubernetes (no cheap size)
         self.counts: dict[str, int] = {}  # read-only calls by method name (list_pods, read_log, ...)
         self.nodes = [NodeInfo(name=f"{name}-node-0", labels={"kubernetes.io/hostname": f"{name}-node-0"})]
@@ -147,7 +147,7 @@ class FakeRuntime(Runtime):
             raise PodNotFound(f"pod {pod} not found")
         lines = fake.previous_log if previous else fake.log
         if lines is None:
-            raise RuntimeError_(f"pod {pod} has no previous instance", reason="not_found")
+            raise RuntimeFailure(f"pod {pod} has no previous instance", reason="not_found")
         lines = lines[-tail_lines:] if tail_lines else lines
         return "".join(line + "\n" for line in lines)
 
@@ -155,7 +155,7 @@ class FakeRuntime(Runtime):
         yield self.read_log(namespace, pod, None, previous).encode()
 
     def exec(self, namespace: str, pod: str, command: list[str] | None = None):
-        raise RuntimeError_("exec is not supported by the fake runtime", reason="invalid")
+        raise RuntimeFailure("exec is not supported by the fake runtime", reason="invalid")
 
     # --- helpers
     def _new_pod(self, namespace: str, task: str, ordinal: int) -> FakePod:
@@ -258,3 +258,21 @@ def job_document(name: str, roles=None, cluster: str = "alpha") -> dict:
             task["runScript"] = "python train.py"
         tasks.append(task)
     return {"apiVersion": "rlinf.io/v1alpha1", "kind": "Job", "metadata": {"name": name}, "spec": {"tasks": tasks}}
+
+
+def fake_clusters(monkeypatch, settings, tmp_path, namespaces: dict[str, str]) -> dict[str, FakeRuntime]:
+    """Clusters named by ``namespaces`` (name -> namespace), each served by its own :class:`FakeRuntime`.
+
+    Stored as online ``local`` clusters; ``clusters.runtime.registry.runtime_for`` answers with their fakes;
+    reconciles run synchronously (``CELERY_TASK_ALWAYS_EAGER``); archived logs go under ``tmp_path``.
+    Returns ``{name: FakeRuntime}``. The one factory behind the ``runtimes``/``fake`` fixtures of the tests."""
+    from clusters.models import Cluster
+    from clusters.runtime import registry
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.VAR_DIR = tmp_path  # archived logs
+    fakes = {name: FakeRuntime(name) for name in namespaces}
+    for name, namespace in namespaces.items():
+        Cluster.objects.create(name=name, runtime="local", namespace=namespace, status="online")
+    monkeypatch.setattr(registry, "runtime_for", lambda cluster: fakes[cluster.name])
+    return fakes

@@ -12,7 +12,7 @@ from clusters.models import Cluster, Node
 from clusters.runtime.base import NodeInfo as RuntimeNode
 from clusters.services import node_metadata, node_sync
 from clusters.services.inventory import upsert_local_nodes
-from clusters.services.system_nodes import is_system_node
+from clusters.system_nodes import is_system_node
 from jobs.spec.document import normalize
 from jobs.spec.validator import validate
 from tests.spec_fixtures import base_doc, inventory, node

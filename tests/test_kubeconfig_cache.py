@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from clusters.models import Cluster
-from clusters.runtime.base import RuntimeError_
+from clusters.runtime.base import RuntimeFailure
 from clusters.runtime.kubernetes import KubernetesRuntime
 from rlark_console import crypto
 from tests.fake_k8s.fixtures import MARKER_TOKEN, fake_k8s  # noqa: F401
@@ -38,7 +38,7 @@ def test_kubeconfig_decrypted_once_and_rotation_takes_effect(fake_k8s, settings)
 
     # rotation: the API server now accepts only the new token; the back office stores the new kubeconfig
     fake_k8s.token = "rotated-token-5e21"
-    with pytest.raises(RuntimeError_) as exc:
+    with pytest.raises(RuntimeFailure) as exc:
         KubernetesRuntime(Cluster.objects.get(name="gpu-a")).ping()
     assert exc.value.reason == "unauthorized"
     cluster = Cluster.objects.get(name="gpu-a")

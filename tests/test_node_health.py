@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from clusters.models import Cluster, Node
+from clusters.node_health import conditions_of, problems, recent_warnings
 from clusters.runtime.base import NodeInfo
 from clusters.services import node_sync
-from clusters.services.node_health import conditions_of, problems, recent_warnings
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

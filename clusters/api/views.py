@@ -32,12 +32,12 @@ from clusters.api.serializers import (
     SyncResultSerializer,
 )
 from clusters.models import Cluster, Node
-from clusters.runtime.base import RuntimeError_
+from clusters.runtime.base import RuntimeFailure
 from clusters.services import node_sync
 from clusters.services.nodes import cluster_summary, filter_nodes, match_nodes, node_summary
 from clusters.services.registration import RegistrationError, register_cluster, set_cordon
 from clusters.services.rotation import rotate_credentials
-from clusters.services.system_nodes import show_system_nodes
+from clusters.system_nodes import show_system_nodes
 from jobs.spec.selectors import SelectorError
 from rlark_console.jsonbody import flat_fields
 
@@ -190,7 +190,7 @@ class NodeCordonView(APIView):
         node = get_object_or_404(Node.objects.select_related("cluster"), cluster__name=cluster, name=name)
         try:
             set_cordon(node, self.cordon, actor=request.user, request=request)
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             return Response({"code": exc.reason, "detail": str(exc)}, status=status.HTTP_502_BAD_GATEWAY)
         return Response(node_summary(node))
 

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 def backfill(apps, schema_editor):
     """Existing rows: what was stored is what the cluster reported; flag control-plane nodes."""
-    from clusters.services.system_nodes import is_system_node
+    from clusters.system_nodes import is_system_node
 
     Node = apps.get_model("clusters", "Node")
     for node in Node.objects.all().iterator():

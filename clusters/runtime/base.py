@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from clusters.runtime.containers import MAIN_ONLY, ContainerInfo
 
 
-class RuntimeError_(Exception):
+class RuntimeFailure(Exception):
     """A runtime call failed (cluster unreachable, API error, bad manifest).
 
     ``reason`` is a short machine code (``unreachable``, ``unauthorized``,
@@ -35,7 +35,7 @@ class RuntimeError_(Exception):
         self.reason = reason
 
 
-class PodNotFound(RuntimeError_):
+class PodNotFound(RuntimeFailure):
     """The named Pod does not exist (any more)."""
 
     def __init__(self, message: str) -> None:
@@ -214,13 +214,13 @@ class Runtime(abc.ABC):
     applying the same manifest twice, scaling to the current size or deleting
     something already gone are no-ops, never errors.
 
-    Every method may raise :class:`RuntimeError_` (with ``reason``); the sync
+    Every method may raise :class:`RuntimeFailure` (with ``reason``); the sync
     loop turns ``unreachable``/``unauthorized`` into cluster status ``offline``.
     """
 
     @abc.abstractmethod
     def ping(self) -> None:
-        """Check connectivity and permissions; raise RuntimeError_ with a clear reason."""
+        """Check connectivity and permissions; raise RuntimeFailure with a clear reason."""
 
     @abc.abstractmethod
     def list_nodes(self) -> list[NodeInfo]:
@@ -256,7 +256,7 @@ class Runtime(abc.ABC):
     ) -> str:
         """The ``main`` container's log text (last ``tail_lines`` lines; all if None).
 
-        Raises PodNotFound if the Pod is gone, RuntimeError_(reason="not_found")
+        Raises PodNotFound if the Pod is gone, RuntimeFailure(reason="not_found")
         if ``previous`` is asked for but there is no previous instance.
         """
 
@@ -275,7 +275,7 @@ class Runtime(abc.ABC):
         """Warning events about the ``kind`` objects (``StatefulSet``, ``PersistentVolumeClaim``) named ``names``:
         ``{name: [PodEvent, ...]}`` newest first, at most 10 each. They explain what has no Pod to show it: a
         StatefulSet whose Pods the cluster refuses to create (ResourceQuota), a claim that cannot be provisioned.
-        Runtimes without such objects return ``{}``. Raises RuntimeError_ when the cluster cannot be read."""
+        Runtimes without such objects return ``{}``. Raises RuntimeFailure when the cluster cannot be read."""
         return {}
 
     def pod_metrics(self, namespace: str, job: str) -> dict[str, dict[str, float]] | None:

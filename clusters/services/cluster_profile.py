@@ -17,6 +17,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext as _
 
 from clusters.models import Cluster
+from jobs.models import Task
 
 
 def _when(value) -> str:
@@ -43,8 +44,6 @@ def offline_periods_html(cluster: Cluster) -> str:
 
 
 def namespaces(cluster: Cluster) -> list[str]:
-    from jobs.models import Task
-
     names = set(Task.objects.filter(cluster=cluster).values_list("namespace", flat=True).distinct()[:100])
     return sorted({cluster.namespace, *(n for n in names if n)})
 

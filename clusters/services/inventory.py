@@ -4,13 +4,14 @@ and register the virtual nodes of a ``local`` cluster."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from clusters.models import Cluster, Node
+from clusters.system_nodes import is_system_node
 
 GPU_TOKEN = re.compile(r"(^|[./-])gpu($|[./-])")
 CATEGORIES = ("cloud", "edge", "robot")
@@ -37,13 +38,46 @@ def category(labels: dict[str, str], capacity: dict[str, Any]) -> str:
     return "unknown"
 
 
+def merge(discovered: Mapping[str, str] | None, console: Mapping[str, str | None] | None) -> dict[str, str]:
+    """Effective metadata: console-owned keys win (``None`` removes the key), discovered keys kept for the rest.
+
+    >>> merge({"a": "1", "b": "2", "c": "3"}, {"b": "console", "c": None})
+    {'a': '1', 'b': 'console'}
+    """
+    out = dict(discovered or {})
+    for key, value in (console or {}).items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def effective_fields(
+    discovered_labels: Mapping[str, str],
+    discovered_annotations: Mapping[str, str],
+    console_labels: Mapping[str, str | None],
+    console_annotations: Mapping[str, str | None],
+    capacity: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The derived ``Node`` columns for given discovered and console metadata (labels, annotations,
+    gpu_model, category, system)."""
+    labels = merge(discovered_labels, console_labels)
+    annotations = merge(discovered_annotations, console_annotations)
+    return {
+        "labels": labels,
+        "annotations": annotations,
+        "gpu_model": gpu_model(labels, annotations),
+        "category": category(labels, capacity or {}),
+        "system": is_system_node(labels),
+    }
+
+
 @transaction.atomic
 def upsert_local_nodes(cluster: Cluster, nodes: Iterable[dict[str, Any]]) -> list[Node]:
     """Create/update a local cluster's virtual nodes from Kubernetes-style dicts
     ``{"name", "labels", "capacity", "annotations"?}``. Each node also gets the label
     ``kubernetes.io/hostname: <name>``; allocatable = capacity (nothing reserved)."""
-    from clusters.services.node_metadata import effective_fields  # imports this module
-
     rows = []
     existing = {n.name: n for n in Node.objects.filter(cluster=cluster)}
     for spec in nodes:

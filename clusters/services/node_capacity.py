@@ -18,6 +18,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Coalesce, Greatest
 
 from clusters.models import Node
+from jobs.models import Pod
 
 GPU = "nvidia.com/gpu"
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -29,8 +30,6 @@ def _number(field: str, key: str = GPU):
 
 def with_capacity(queryset: QuerySet[Node]) -> QuerySet[Node]:
     """``queryset`` annotated with ``gpu_total``, ``gpu_used``, ``gpu_free`` and ``job_count`` (module doc)."""
-    from jobs.models import Pod
-
     jobs = (
         Pod.objects.filter(task__cluster_id=OuterRef("cluster_id"), node=OuterRef("name"))
         .exclude(phase__in=TERMINAL_PHASES)
@@ -55,8 +54,6 @@ def with_capacity(queryset: QuerySet[Node]) -> QuerySet[Node]:
 
 def jobs_on_node(node: Node) -> list[str]:
     """Names of the Jobs with a non-terminal Worker Pod on ``node`` (sorted)."""
-    from jobs.models import Pod
-
     names = (
         Pod.objects.filter(task__cluster_id=node.cluster_id, node=node.name)
         .exclude(phase__in=TERMINAL_PHASES)

@@ -38,17 +38,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from django.db import transaction
 from django.utils.translation import gettext as _
 
 from accounts.audit import record
 from clusters.models import Cluster, Node
-from clusters.runtime.base import RuntimeError_
-from clusters.services.inventory import CATEGORIES, category, gpu_model
-from clusters.services.system_nodes import is_system_node
+from clusters.runtime import registry
+from clusters.runtime.base import RuntimeFailure
+from clusters.services.inventory import CATEGORIES, effective_fields, merge  # noqa: F401 - the merge rule's home
 
 LABEL = "label"
 ANNOTATION = "annotation"
@@ -80,41 +79,6 @@ class BatchResult:
     changed: int = 0
     unchanged: int = 0
     warnings: list[str] = dataclasses.field(default_factory=list)
-
-
-def merge(discovered: Mapping[str, str] | None, console: Mapping[str, str | None] | None) -> dict[str, str]:
-    """Effective metadata: console-owned keys win (``None`` removes the key), discovered keys kept for the rest.
-
-    >>> merge({"a": "1", "b": "2", "c": "3"}, {"b": "console", "c": None})
-    {'a': '1', 'b': 'console'}
-    """
-    out = dict(discovered or {})
-    for key, value in (console or {}).items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = value
-    return out
-
-
-def effective_fields(
-    discovered_labels: Mapping[str, str],
-    discovered_annotations: Mapping[str, str],
-    console_labels: Mapping[str, str | None],
-    console_annotations: Mapping[str, str | None],
-    capacity: Mapping[str, Any],
-) -> dict[str, Any]:
-    """The derived ``Node`` columns for given discovered and console metadata (labels, annotations,
-    gpu_model, category, system)."""
-    labels = merge(discovered_labels, console_labels)
-    annotations = merge(discovered_annotations, console_annotations)
-    return {
-        "labels": labels,
-        "annotations": annotations,
-        "gpu_model": gpu_model(labels, annotations),
-        "category": category(labels, capacity or {}),
-        "system": is_system_node(labels),
-    }
 
 
 def _check_key(kind: str, key: str) -> str:
@@ -159,11 +123,9 @@ def _write_back(node: Node, labels: dict[str, str | None]) -> str | None:
     """Patch ``metadata.labels`` of the Kubernetes Node; returns a warning or None."""
     if node.cluster.runtime != Cluster.Runtime.KUBERNETES or not labels:
         return None
-    from clusters.services.node_sync import get_runtime
-
     try:
-        get_runtime(node.cluster).patch_node_labels(node.name, labels)
-    except RuntimeError_ as exc:
+        registry.runtime_for(node.cluster).patch_node_labels(node.name, labels)
+    except RuntimeFailure as exc:
         return f"{node.cluster.name}/{node.name}: {exc}"
     return None
 

@@ -34,9 +34,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from clusters.models import Cluster, ClusterOutage, Node
-from clusters.runtime.base import NodeInfo, RuntimeError_
+from clusters.runtime import registry
+from clusters.runtime.base import NodeInfo, RuntimeFailure
 from clusters.services.node_metadata import effective_fields
-from clusters.services.system_nodes import is_system_node
+from clusters.system_nodes import is_system_node
 
 logger = logging.getLogger("rlark.sync")
 
@@ -81,18 +82,8 @@ class SyncResult:
 
 
 def get_runtime(cluster: Cluster) -> Any:
-    """The cluster's runtime (``clusters.runtime.registry.get_runtime`` when present)."""
-    try:
-        from clusters.runtime.registry import get_runtime as registry_get_runtime
-    except ImportError:  # registry not there yet
-        registry_get_runtime = None
-    if registry_get_runtime is not None:
-        return registry_get_runtime(cluster)
-    if cluster.runtime == Cluster.Runtime.KUBERNETES:
-        from clusters.runtime.kubernetes import KubernetesRuntime
-
-        return KubernetesRuntime(cluster)
-    raise RuntimeError_(f"no runtime for {cluster.runtime!r}", reason="invalid")
+    """The cluster's runtime (``clusters.runtime.registry.runtime_for``)."""
+    return registry.runtime_for(cluster)
 
 
 def node_fields(info: NodeInfo, row: Node | None = None) -> dict[str, Any]:
@@ -174,7 +165,7 @@ def sync_cluster_nodes(cluster: Cluster, runtime: Any = None, *, force: bool = F
         runtime = runtime or get_runtime(cluster)
         infos = runtime.list_nodes()
     except Exception as exc:  # never let one cluster break the loop
-        if isinstance(exc, RuntimeError_):
+        if isinstance(exc, RuntimeFailure):
             message, reason = str(exc), exc.reason
             logger.warning("cluster %s offline: %s", cluster.name, message)
         else:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from clusters.models import Cluster, Node
-from clusters.services.system_nodes import is_system_node
+from clusters.system_nodes import is_system_node
 from jobs.spec.selectors import matches, parse_selector
 
 GPU_DEFAULT = "nvidia.com/gpu"

@@ -25,7 +25,8 @@ from django.db import transaction
 
 from accounts.audit import record
 from clusters.models import Cluster, Node, dns_label
-from clusters.runtime.base import RuntimeError_
+from clusters.runtime.base import RuntimeFailure
+from clusters.services import node_sync
 from clusters.services.inventory import upsert_local_nodes
 
 
@@ -72,11 +73,12 @@ def _cidr(value: str, field: str) -> str:
 
 def test_connection(cluster: Cluster) -> None:
     """Ping the cluster's API (KubernetesRuntime.ping); RegistrationError(code=<reason>) with a clear message."""
+    # local import: the Kubernetes client is optional until a Kubernetes cluster is used
     from clusters.runtime.kubernetes import KubernetesRuntime
 
     try:
         KubernetesRuntime(cluster).ping()
-    except RuntimeError_ as exc:
+    except RuntimeFailure as exc:
         field = "namespace" if exc.reason == "namespace_missing" else "kubeconfig"
         raise RegistrationError(f"connectivity test failed: {exc}", field, exc.reason) from None
 
@@ -168,13 +170,11 @@ def _record_created(cluster: Cluster, actor, request) -> None:
 
 
 def set_cordon(node: Node, unschedulable: bool, actor=None, request=None) -> Node:
-    """Cordon/uncordon a node: on Kubernetes ``spec.unschedulable`` is patched first (RuntimeError_ on
+    """Cordon/uncordon a node: on Kubernetes ``spec.unschedulable`` is patched first (RuntimeFailure on
     failure); then the row. Running pods are not affected."""
     cluster = node.cluster
     if cluster.runtime == Cluster.Runtime.KUBERNETES:
-        from clusters.services.node_sync import get_runtime
-
-        runtime = get_runtime(cluster)
+        runtime = node_sync.get_runtime(cluster)
         runtime.cordon(node.name, unschedulable)
     if node.unschedulable != unschedulable:
         node.unschedulable = unschedulable

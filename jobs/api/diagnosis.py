@@ -26,6 +26,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import policy
+from accounts.audit import record
 from jobs.services import diagnosis as diagnosis_service
 from jobs.services import metrics as metrics_service
 from jobs.services import pending as pending_service
@@ -76,7 +77,6 @@ class JobRunCheckView(APIView):
             return Response({"code": "invalid", "field": exc.field, "detail": str(exc)}, status=400)
         job.run_check = cleaned
         job.save(update_fields=["run_check", "updated_at"])
-        from accounts.audit import record
 
         record(request.user, "job.run_check_settings", "job", job.name, request=request, **cleaned)
         return Response({"settings": cleaned})

@@ -21,7 +21,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.views import APIView
 
 from accounts import policy
-from clusters.runtime.base import PodNotFound, RuntimeError_
+from clusters.runtime.base import PodNotFound, RuntimeFailure
 from jobs.models import Pod
 from jobs.services.status import DEFAULT_TAIL, MAX_TAIL, read_worker_log, worker_rows
 from terminal.services import ansi
@@ -73,5 +73,5 @@ class JobLogsView(APIView):
             return _text(f"worker {pod} is not part of job {job.name}\n", 404)
         except PodNotFound as exc:
             return _text(f"{exc}\n", 404)
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             return _text(f"{exc}\n", 404 if exc.reason == "not_found" else 503)

@@ -21,10 +21,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import policy
+from clusters.runtime.base import RuntimeFailure
 from jobs.api.parsers import RAW_PARSERS, RawBody
 from jobs.models import Job
-from jobs.services import submission
-from jobs.spec.document import normalize, render_yaml
+from jobs.services import controller, submission
+from jobs.services.status import job_status as status_of
+from jobs.spec.document import normalize, parse_text, render_yaml
 from jobs.spec.layout import task_layout
 from jobs.spec.messages import Problem
 from jobs.spec.rlinf import plan as rlinf_plan
@@ -133,10 +135,6 @@ def job_summary(job: Job) -> dict[str, Any]:
 
 
 def job_status(job: Job) -> dict[str, Any]:
-    try:
-        from jobs.services.status import job_status as status_of
-    except ImportError:  # pragma: no cover - the status module is built by the controller work
-        return {"phase": job.phase, "message": job.message}
     return status_of(job)
 
 
@@ -349,8 +347,6 @@ class JobDetailView(APIView):
         except BodyError as exc:
             return body_error(exc)
         if not isinstance(body, dict):
-            from jobs.spec.document import parse_text
-
             body, problems = parse_text(body, content_type)
             if body is None:
                 return body_error(BodyError(problems[0]))
@@ -359,15 +355,11 @@ class JobDetailView(APIView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, 404: NOT_FOUND, 503: OpenApiTypes.OBJECT})
     def delete(self, request, name: str):
-        from jobs.services import controller
-
         job = policy.get_job_for(request.user, name)
         try:
             _controller_call(controller.delete, job, request)
         except Exception as exc:  # a runtime could not delete a workload: the job is kept (and stopped)
-            from clusters.runtime.base import RuntimeError_
-
-            if not isinstance(exc, RuntimeError_):
+            if not isinstance(exc, RuntimeFailure):
                 raise
             prefix = "Delete failed: " if lang() == "en" else "删除失败："
             return Response({"detail": f"{prefix}{exc}"}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
@@ -381,8 +373,6 @@ class JobActionView(APIView):
 
     @extend_schema(request=None, responses={200: JobDetailSerializer, 404: NOT_FOUND})
     def post(self, request, name: str):
-        from jobs.services import controller
-
         job = policy.get_job_for(request.user, name)
         job = _controller_call(getattr(controller, self.action), job, request)
         job.refresh_from_db()

@@ -25,8 +25,9 @@ import json
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -34,9 +35,17 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from accounts.audit import record
 from clusters.models import Cluster
-from clusters.runtime.base import Runtime, RuntimeError_, TaskManifest
+from clusters.runtime import registry
+from clusters.runtime.base import Runtime, RuntimeFailure, TaskManifest
+from domains.services import release_job
 from jobs.models import Job, Phase, Pod, Task
+from jobs.services import log_archive
+from jobs.spec.conditions import set_condition
+from jobs.spec.layout import task_layout
+from jobs.spec.manifests import build_task_manifests
+from storage.models import StorageClass
 
 logger = logging.getLogger(__name__)
 
@@ -116,13 +125,6 @@ def try_lock_jobs(job_ids: list[int]) -> Iterator[list[Job]]:
             lock.release()
 
 
-def runtime_for(cluster: Cluster) -> Runtime:
-    """The runtime driving ``cluster`` (``clusters.runtime.registry.get_runtime``)."""
-    from clusters.runtime.registry import get_runtime
-
-    return get_runtime(cluster)
-
-
 # --- the Job document -------------------------------------------------------------------------
 
 
@@ -134,13 +136,6 @@ def _set_spec_stopped(job: Job) -> None:
         job.spec = doc
 
 
-def job_spec(job: Job) -> dict[str, Any]:
-    """``job.spec`` holds the whole ``rlinf.io/v1alpha1`` document; return its ``spec`` part."""
-    doc = job.spec or {}
-    inner = doc.get("spec")
-    return inner if isinstance(inner, dict) else doc
-
-
 def task_plan(job: Job) -> list[dict[str, Any]]:
     """The Tasks ``job`` should have, in template order, from ``jobs.spec.layout.task_layout``.
 
@@ -149,8 +144,6 @@ def task_plan(job: Job) -> list[dict[str, Any]]:
     the replicas of the templates before it (upstream-rlark 4.2; first match wins on duplicate
     template names, which the validator rejects anyway).
     """
-    from jobs.spec.layout import task_layout
-
     document = {**(job.spec or {}), "metadata": {**((job.spec or {}).get("metadata") or {}), "name": job.name}}
     plan, seen = [], set()
     for entry in task_layout(document):
@@ -179,15 +172,12 @@ def _manifests(job: Job, clusters: dict[str, Cluster]) -> dict[str, TaskManifest
     Passes the job's own clusters, its SSH public keys (``spec.sshPublicKeys``, key lines), the
     console -> Kubernetes StorageClass names of the storage app and the attached RLinf config.
     """
-    from jobs.spec.manifests import build_task_manifests
-    from storage.models import StorageClass
-
     storage_classes = {
         sc.name: str((sc.parameters or {}).get("storage_class_name") or sc.name)
         for sc in StorageClass.objects.filter(provider=StorageClass.Provider.KUBERNETES)
     }
-    keys = [k for k in job_spec(job).get("sshPublicKeys") or [] if isinstance(k, str)]
-    document = {**(job.spec or {}), "spec": {**job_spec(job), "stopped": job.stopped}}
+    keys = [k for k in job.spec_section.get("sshPublicKeys") or [] if isinstance(k, str)]
+    document = {**(job.spec or {}), "spec": {**job.spec_section, "stopped": job.stopped}}
     built = build_task_manifests(
         job.name,
         document,
@@ -202,29 +192,54 @@ def _manifests(job: Job, clusters: dict[str, Cluster]) -> dict[str, TaskManifest
 # --- reconcile --------------------------------------------------------------------------------
 
 
+@dataclass
+class ReconcileHooks:
+    """How "reconcile soon" reaches the task queue, without the controller knowing the queue.
+
+    ``run_now(job_id)`` reconciles and syncs at once (eager mode, tests); ``enqueue(job_id)`` hands the job
+    to a worker. The entry point that owns the queue installs them (``jobs.apps.JobsConfig.ready`` with the
+    Celery task ``jobs.tasks.reconcile_job``); until then a reconcile is left to the periodic sync, which
+    re-runs every job whose ``observed_generation`` lags."""
+
+    run_now: Callable[[int], None]
+    enqueue: Callable[[int], None]
+
+
+def _no_queue(job_id: int) -> None:
+    logger.warning("no reconcile hook installed; job %s waits for the periodic sync", job_id)
+
+
+_hooks = ReconcileHooks(run_now=_no_queue, enqueue=_no_queue)
+
+
+def use_reconcile_hooks(hooks: ReconcileHooks) -> None:
+    """Install the task-queue hooks of :func:`request_reconcile` (once, at app start)."""
+    global _hooks
+    _hooks = hooks
+
+
 def request_reconcile(job: Job) -> None:
-    """Schedule a reconcile of ``job`` (Celery task ``jobs.tasks.reconcile_job``), then a status sync.
+    """Schedule a reconcile of ``job`` (the Celery task ``jobs.tasks.reconcile_job`` via :class:`ReconcileHooks`),
+    then a status sync.
 
     Bumps ``job.generation`` so the periodic sync retries if the task is lost. With
     ``CELERY_TASK_ALWAYS_EAGER`` (tests) the reconcile runs right here, synchronously;
-    otherwise it is enqueued after the current transaction commits.
+    otherwise it is enqueued after the current transaction commits (``transaction.on_commit``).
     """
     # Atomic increment: a caller holding an older copy of the row never moves the generation back (lost update).
     Job.objects.filter(pk=job.pk).update(generation=F("generation") + 1)
     job.generation = Job.objects.values_list("generation", flat=True).get(pk=job.pk)
-    from jobs.tasks import reconcile_job
-
     if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False):
-        reconcile_job.apply(args=(job.pk,))
+        _hooks.run_now(job.pk)
         job.refresh_from_db()
         return
     job_id = job.pk
-    transaction.on_commit(lambda: _enqueue(reconcile_job, job_id))
+    transaction.on_commit(lambda: _enqueue(job_id))
 
 
-def _enqueue(task, job_id: int) -> None:
+def _enqueue(job_id: int) -> None:
     try:
-        task.delay(job_id)
+        _hooks.enqueue(job_id)
     except Exception:  # broker down: the periodic sync picks the job up (generation lags)
         logger.exception("could not enqueue reconcile of job %s", job_id)
 
@@ -255,7 +270,7 @@ def _reconcile_locked(job: Job) -> list[str]:
 
     def rt(cluster: Cluster) -> Runtime:
         if cluster.pk not in runtimes:
-            runtimes[cluster.pk] = runtime_for(cluster)
+            runtimes[cluster.pk] = registry.runtime_for(cluster)
         return runtimes[cluster.pk]
 
     wanted = {p["template"] for p in plan if p["cluster"] in clusters}
@@ -263,7 +278,7 @@ def _reconcile_locked(job: Job) -> list[str]:
         if template not in wanted or clusters[_plan_of(plan, template)["cluster"]].pk != task.cluster_id:
             try:
                 rt(task.cluster).delete_task(task.namespace, task.name)
-            except RuntimeError_ as exc:
+            except RuntimeFailure as exc:
                 errors.append(f"{task.name}: {exc}")
                 continue
             task.delete()
@@ -316,7 +331,7 @@ def _reconcile_locked(job: Job) -> list[str]:
             if run:
                 manifest = manifests.get(task.name)
                 if manifest is None:
-                    raise RuntimeError_(f"no manifest was built for Task {task.name}", reason="invalid")
+                    raise RuntimeFailure(f"no manifest was built for Task {task.name}", reason="invalid")
                 recreate = task.applied_replicas > 0 and task.applied_attempt != job.attempt
                 _mark_template(task, manifest, rolls=task.applied_replicas > 0 and not recreate)
                 # Record the intent first: a crash after apply must still let stop scale it down.
@@ -326,19 +341,17 @@ def _reconcile_locked(job: Job) -> list[str]:
                     runtime.restart_pods(task.namespace, task.name)
                 _mark_applied(task, manifest.replicas, job.attempt)
             elif task.applied_replicas:
-                from jobs.services.log_archive import archive_task_logs
-
-                archive_task_logs(job, task)  # the full logs stay readable once the Pods are gone
+                log_archive.archive_task_logs(job, task)  # the full logs stay readable once the Pods are gone
                 try:
                     runtime.scale_task(task.namespace, task.name, 0)
-                except RuntimeError_ as exc:
+                except RuntimeFailure as exc:
                     if exc.reason != "not_found":
                         raise
                 _mark_applied(task, 0, task.applied_attempt)
             if task.message.startswith("Runtime error: "):
                 task.message = ""
                 task.save(update_fields=["message"])
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             errors.append(f"{task.name}: {exc}")
             if task.message != f"Runtime error: {exc}":
                 task.message = f"Runtime error: {exc}"
@@ -394,8 +407,6 @@ def _set_job_message(job: Job, message: str) -> None:
 
 
 def _audit(actor, action: str, job: Job, request=None, **detail: Any) -> None:
-    from accounts.audit import record
-
     record(actor, action, "job", job.name, request=request, **detail)
 
 
@@ -416,8 +427,6 @@ def stop(job: Job, actor=None, request=None) -> Job:
             job.phase = Phase.STOPPED
             job.message = "Job stopped"
             job.finished_at = job.finished_at or now
-            from jobs.services.status import set_condition
-
             job.conditions = set_condition(job.conditions, "Stopped", True, "StoppedByUser", "Job stopped", now)
             fields += ["phase", "message", "finished_at", "conditions"]
             job.tasks.exclude(phase=Phase.STOPPED).update(phase=Phase.STOPPED, ready_replicas=0, message="")
@@ -482,27 +491,23 @@ def _new_attempt(job: Job) -> None:
 def delete(job: Job, actor=None, request=None) -> None:
     """Remove the job's workloads from every runtime, then the job row.
 
-    Raises :class:`RuntimeError_` (and keeps the job, marked stopped) when a runtime cannot
+    Raises :class:`RuntimeFailure` (and keeps the job, marked stopped) when a runtime cannot
     delete a workload, so nothing keeps running unseen; the page shows ``删除失败：<msg>``.
     """
     with job_lock(job.pk):
-        from jobs.services import log_archive
-
         if job.tasks.filter(applied_replicas__gt=0).exists():
             log_archive.archive_job_logs(job)  # deleted while running: its logs are kept all the same
         errors = []
         for task in job.tasks.select_related("cluster"):
             try:
-                runtime_for(task.cluster).delete_task(task.namespace, task.name)
-            except RuntimeError_ as exc:
+                registry.runtime_for(task.cluster).delete_task(task.namespace, task.name)
+            except RuntimeFailure as exc:
                 errors.append(f"{task.name}: {exc}")
         if errors:
             if not job.stopped:
                 Job.objects.filter(pk=job.pk).update(stopped=True)
-            raise RuntimeError_("; ".join(errors), reason="unreachable")
+            raise RuntimeFailure("; ".join(errors), reason="unreachable")
         _audit(actor, "job.delete", job, request)
-        from domains.services import release_job
-
         log_archive.retire(job.name)  # downloadable until RLARK_LOG_ARCHIVE_RETENTION_DAYS
         release_job(job.name)  # its Workers' domain IPs are free again (upstream 12.2)
         job.delete()

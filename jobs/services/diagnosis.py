@@ -24,86 +24,22 @@ Shapes:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-# --- wrapper markers (upstream-rlark 5.1, 5.3; exact strings) -----------------------------------------------
-
-PROGRESS = "progress"
-ERROR = "error"
-WARNING = "warning"
-INFO = "info"
-
-# key, regex (searched in each line; anchored at the end), kind. Order = order in which the scripts print them.
-MARKERS: list[tuple[str, re.Pattern[str], str]] = [
-    ("rank", re.compile(r"RLINF_NODE_RANK: (?P<rank>-?\d+)\s*$"), PROGRESS),
-    (
-        "ssh",
-        re.compile(
-            r"(rlark-sshd started on port 22|SSH public key injected into authorized_keys"
-            r"(?: \(fallback: no rlark-sshd binary\))?)\s*$"
-        ),
-        PROGRESS,
-    ),
-    ("prepare", re.compile(r"Executing prepare script\.\.\.\s*$"), PROGRESS),
-    ("ray_cli_missing", re.compile(r"Error: Ray CLI is not found\. Please ensure Ray is installed\.\s*$"), ERROR),
-    ("domain_ip", re.compile(r"Resolved domain IP: (?P<ip>\S+) \((?P<host>[^)]*)\)\s*$"), PROGRESS),
-    ("head_wait", re.compile(r"Waiting for (?P<nodes>\d+) nodes to join the Ray cluster\.\.\.\s*$"), PROGRESS),
-    ("cluster_check_failed", re.compile(r"Warning: Ray cluster check failed, proceeding anyway\.\s*$"), WARNING),
-    ("cluster_ready", re.compile(r"Ray cluster is ready\. Printing cluster information:\s*$"), PROGRESS),
-    ("run_script", re.compile(r"Executing run script\.\.\.\s*$"), PROGRESS),
-    ("no_run_script", re.compile(r"No run script provided, keeping cluster alive\.\s*$"), PROGRESS),
-    ("run_exit", re.compile(r"Run script exited with code (?P<code>-?\d+)\s*$"), PROGRESS),
-    ("connect", re.compile(r"Connecting to Ray head at (?P<address>.+):(?P<port>\d+)\.\.\.\s*$"), PROGRESS),
-    ("head_ip", re.compile(r"HEAD IP: (?P<ip>\S+)\s*$"), PROGRESS),
-    ("head_reachable", re.compile(r"Head is reachable at (?P<ip>[^\s:]+):(?P<port>\d+)\s*$"), PROGRESS),
-    ("worker_exit", re.compile(r"Ray worker process exited with code (?P<code>-?\d+)\s*$"), PROGRESS),
-    ("stopping", re.compile(r"Stopping Ray (?P<what>cluster|worker)\.\.\.\s*$"), INFO),
-]
-MARKER_KIND = {key: kind for key, _, kind in MARKERS}
-
-# Repeated waiting lines: counted, not put on the timeline one by one.
-HEAD_WAIT_ATTEMPT = re.compile(r"Waiting for head to be reachable at (?P<address>\S+?)\.\.\. \(attempt (?P<k>\d+)\)")
-DOMAIN_WAIT_ATTEMPT = re.compile(r"Waiting for domain IP from /etc/hosts\.\.\. \(attempt (?P<i>\d+)\)")
-
-# ray_check.py (upstream-rlark 5.2)
-CHECK_REQUIRED = re.compile(r"Waiting for cluster to have at least (?P<n>\d+) nodes\.")
-CHECK_COUNT = re.compile(r"Current node count: (?P<a>\d+)")
-CHECK_FOUND = re.compile(r"Found (?P<t>\d+) total nodes, (?P<a>\d+) of which are alive\.")
-CHECK_READY = re.compile(r"Cluster is ready: (?P<a>\d+) nodes available \(required: (?P<n>\d+)\)\.")
-CHECK_TIMEOUT = re.compile(r"Error: Cluster did not become ready within 15 minutes \(required (?P<n>\d+) nodes\)\.")
-
-# RLinf (rlinf.md 3, 7)
-RLINF_WAITING = re.compile(r"Waiting for (?P<n>\d+) nodes to be ready, currently (?P<k>\d+) nodes available")
-RLINF_CLUSTER = re.compile(r"RLinf is running on a cluster with (?P<n>\d+) nodes")
-RLINF_FAILURE = re.compile(r"Exiting main process due to a failure upon worker execution\.")
-
-# Known error signatures (seed 05 "按错误类型排查").
-SHM_RE = re.compile(r"No space left on device|/dev/shm|shared[ -]memory", re.IGNORECASE)
-NCCL_RE = re.compile(
-    r"(\bnccl\w*\b.*\b(error|errors|timeout|timed out|fail(ed|ure)?|abort(ed)?|hang|unhandled|refused|warn)\b)"
-    r"|(nccl(System|Internal|Remote|UnhandledCuda|InvalidUsage|InvalidArgument)Error)"
-    r"|(Watchdog caught collective operation timeout)",
-    re.IGNORECASE,
+from jobs.services import node_findings
+from jobs.services.log_markers import (
+    ERROR,
+    NCCL_RE,
+    RLINF_FAILURE,
+    ROBOT_RE,
+    SHM_RE,
+    WARNING,
+    LogScan,
+    Marker,
+    scan_log,
 )
-ROBOT_RE = re.compile(
-    r"\b(franka|robot|realsense|camera|gripper)\b.*\b(error|timeout|timed out|refused|unreachable|fail(ed)?)\b",
-    re.IGNORECASE,
-)
-# A generic error line (the "first error" after the last completed stage).
-ERROR_LINE_RE = re.compile(
-    r"(\b(error|exception|traceback|fatal|panic|failed|failure|killed|segmentation fault|core dumped|"
-    r"permission denied|no such file or directory|command not found|not found|cannot|could not|timed out)\b)"
-    r"|No space left on device",
-    re.IGNORECASE,
-)
-# Lines that look like errors but are the wrappers' own routine output.
-BENIGN_RE = re.compile(
-    r"Waiting for head to be reachable|Waiting for domain IP|\[Warning\] Failed to connect or query Ray cluster|"
-    r"Could not retrieve node count, retrying|Time remaining: |Ray worker process exited with code 0|"
-    r"Run script exited with code 0"
-)
+from jobs.services.status import read_pod_log
 
 IMAGE_PULL_REASONS = {
     "ErrImagePull",
@@ -434,162 +370,6 @@ def stage_advice(key: str, lang: str = "zh-hans") -> str:
 
 
 @dataclass
-class Marker:
-    """One wrapper marker found in a log. ``line_no`` is 1-based within the whole log; ``values`` the regex
-    groups (``rank``, ``code``, ``nodes``, ``address``, ``ip``, ``port`` ...)."""
-
-    key: str
-    line_no: int
-    text: str
-    kind: str
-    values: dict[str, str] = field(default_factory=dict)
-
-    def label(self, lang: str = "zh-hans") -> str:
-        return stage_label(self.key, lang)
-
-    @property
-    def failed(self) -> bool:
-        """True for error markers and non-zero exit markers."""
-        if self.kind == ERROR:
-            return True
-        return self.key in ("run_exit", "worker_exit") and self.values.get("code", "0") != "0"
-
-
-@dataclass
-class LogScan:
-    """Everything one pass over a Worker's log finds.
-
-    ``markers`` belong to the last run in the log (from the last ``RLINF_NODE_RANK`` line on; earlier runs of a
-    restarted container are ignored). ``pattern_hits`` maps each requested pattern name to its first matching
-    ``(line_no, line)``. Counts from ray_check.py and RLinf: ``check_required``/``check_alive_max`` (None when
-    not printed), ``rlinf_waiting`` = last ``(n, k)``, ``rlinf_nodes`` = N of ``RLinf is running on a cluster``.
-    """
-
-    lines: list[str] = field(default_factory=list)
-    markers: list[Marker] = field(default_factory=list)
-    segment_start: int = 1
-    head_wait_attempts: int = 0
-    domain_wait_attempts: int = 0
-    check_required: int | None = None
-    check_alive_max: int | None = None
-    check_passed: bool = False
-    check_timeout: bool = False
-    rlinf_waiting: tuple[int, int] | None = None
-    rlinf_waiting_line: tuple[int, str] | None = None
-    rlinf_nodes: int | None = None
-    rlinf_cluster_line: tuple[int, str] | None = None
-    pattern_hits: dict[str, tuple[int, str]] = field(default_factory=dict)
-
-    def first(self, key: str) -> Marker | None:
-        return next((m for m in self.markers if m.key == key), None)
-
-    def last(self, key: str) -> Marker | None:
-        return next((m for m in reversed(self.markers) if m.key == key), None)
-
-    def has(self, key: str) -> bool:
-        return self.first(key) is not None
-
-    @property
-    def rank(self) -> int | None:
-        m = self.first("rank")
-        return int(m.values["rank"]) if m else None
-
-    @property
-    def last_stage(self) -> Marker | None:
-        """The last completed stage: last progress marker that is not a failure (exit markers with code 0)."""
-        for m in reversed(self.markers):
-            if m.kind == PROGRESS and not m.failed:
-                return m
-        return None
-
-    def first_error_after(self, line_no: int) -> tuple[int, str] | None:
-        """First error-looking line after ``line_no`` (1-based), the wrappers' routine lines excluded."""
-        for idx in range(max(line_no, self.segment_start - 1), len(self.lines)):
-            text = self.lines[idx]
-            if not text.strip() or BENIGN_RE.search(text):
-                continue
-            marker = _match_marker(text)
-            if marker is not None:
-                key, _ = marker
-                m = Marker(key, idx + 1, text, MARKER_KIND[key], marker[1])
-                if m.failed:
-                    return idx + 1, text
-                continue
-            if ERROR_LINE_RE.search(text) or SHM_RE.search(text) or NCCL_RE.search(text):
-                return idx + 1, text
-        return None
-
-
-def _match_marker(text: str) -> tuple[str, dict[str, str]] | None:
-    if not text:
-        return None
-    for key, regex, _ in MARKERS:
-        m = regex.search(text)
-        if m:
-            return key, {k: v for k, v in m.groupdict().items() if v is not None}
-    return None
-
-
-def _split_lines(log: str | Iterable[str]) -> list[str]:
-    if isinstance(log, str):
-        return [line.rstrip("\r") for line in log.splitlines()]
-    return [str(line).rstrip("\r\n") for line in log]
-
-
-def scan_log(log: str | Iterable[str], patterns: dict[str, str] | None = None) -> LogScan:
-    """Scan a Worker log (text or lines). ``patterns`` maps names to user regexes (invalid regexes are matched
-    as plain text). Never raises for odd input."""
-    scan = LogScan(lines=_split_lines(log))
-    compiled: dict[str, re.Pattern[str]] = {}
-    for name, pattern in (patterns or {}).items():
-        try:
-            compiled[name] = re.compile(pattern)
-        except re.error:
-            compiled[name] = re.compile(re.escape(pattern))
-    # The last run starts at the last RLINF_NODE_RANK line (a restarted container appends a new run).
-    for idx in range(len(scan.lines) - 1, -1, -1):
-        if MARKERS[0][1].search(scan.lines[idx]):
-            scan.segment_start = idx + 1
-            break
-    for idx, text in enumerate(scan.lines):
-        line_no = idx + 1
-        for name, regex in compiled.items():
-            if name not in scan.pattern_hits and regex.search(text):
-                scan.pattern_hits[name] = (line_no, text)
-        if line_no < scan.segment_start:
-            continue
-        if HEAD_WAIT_ATTEMPT.search(text):
-            scan.head_wait_attempts += 1
-            continue
-        if DOMAIN_WAIT_ATTEMPT.search(text):
-            scan.domain_wait_attempts += 1
-            continue
-        found = _match_marker(text)
-        if found is not None:
-            key, values = found
-            scan.markers.append(Marker(key, line_no, text, MARKER_KIND[key], values))
-            continue
-        if m := CHECK_REQUIRED.search(text):
-            scan.check_required = int(m["n"])
-        elif m := CHECK_READY.search(text):
-            scan.check_passed = True
-            scan.check_required = int(m["n"])
-            scan.check_alive_max = max(scan.check_alive_max or 0, int(m["a"]))
-        elif m := CHECK_TIMEOUT.search(text):
-            scan.check_timeout = True
-            scan.check_required = int(m["n"])
-        elif m := CHECK_COUNT.search(text) or CHECK_FOUND.search(text):
-            scan.check_alive_max = max(scan.check_alive_max or 0, int(m["a"]))
-        elif m := RLINF_WAITING.search(text):
-            scan.rlinf_waiting = (int(m["n"]), int(m["k"]))
-            scan.rlinf_waiting_line = (line_no, text)
-        elif m := RLINF_CLUSTER.search(text):
-            scan.rlinf_nodes = int(m["n"])
-            scan.rlinf_cluster_line = (line_no, text)
-    return scan
-
-
-@dataclass
 class Finding:
     """One classified problem. ``code`` is a key of ``FINDING_TEXT``; ``severity`` ``error`` | ``warning``;
     ``pod``/``role`` name the Worker ("" for job-wide findings); ``line_no``/``line`` the evidence line."""
@@ -692,7 +472,7 @@ class WorkerDiagnosis:
             "timeline": [
                 {
                     "key": m.key,
-                    "label": m.label(lang),
+                    "label": stage_label(m.key, lang),
                     "lineNo": m.line_no,
                     "line": m.text,
                     "kind": m.kind,
@@ -899,57 +679,6 @@ def diagnose(workers: list[WorkerInput]) -> JobDiagnosis:
 
 # --- database + runtime ---------------------------------------------------------------------------------------
 
-LOG_HEAD_LINES = 2000  # lines kept from the start of a log (the wrapper markers live there)
-LOG_TAIL_LINES = 5000  # and from its end
-
-
-def read_pod_log(job, pod_name: str) -> str:
-    """A Worker's ``main`` log for diagnosis: the first ``LOG_HEAD_LINES`` and last ``LOG_TAIL_LINES`` lines
-    (streamed, constant memory). Falls back to the archived copy / tail read of ``jobs.services.status``.
-    Returns "" when no log can be read (Pod gone, cluster unreachable)."""
-    from collections import deque
-
-    from clusters.runtime.base import RuntimeError_
-
-    task = next((t for t in job.tasks.select_related("cluster") if pod_name.rpartition("-")[0] == t.name), None)
-    if task is not None:
-        from jobs.services.controller import runtime_for
-
-        try:
-            head: list[str] = []
-            tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
-            skipped = 0
-            buf = b""
-            stream = runtime_for(task.cluster).stream_log(task.namespace, pod_name)
-            for chunk in stream:
-                buf += chunk
-                *complete, buf = buf.split(b"\n")
-                for raw in complete:
-                    line = raw.decode("utf-8", errors="replace")
-                    if len(head) < LOG_HEAD_LINES:
-                        head.append(line)
-                    else:
-                        if len(tail) == tail.maxlen:
-                            skipped += 1
-                        tail.append(line)
-            if buf:
-                line = buf.decode("utf-8", errors="replace")
-                if len(head) < LOG_HEAD_LINES:
-                    head.append(line)
-                else:
-                    tail.append(line)
-            if head or tail:
-                gap = [f"... ({skipped} lines skipped) ..."] if skipped else []
-                return "\n".join([*head, *gap, *tail])
-        except (RuntimeError_, OSError, NotImplementedError):
-            pass
-    try:
-        from jobs.services.status import read_worker_log
-
-        return read_worker_log(job, pod_name, tail=None)
-    except Exception:  # noqa: BLE001 - a missing log is shown as "no log", never an error page
-        return ""
-
 
 def worker_inputs(job, with_logs: bool = True) -> list[WorkerInput]:
     """One :class:`WorkerInput` per expected replica and per synced Pod of ``job``, in rank order."""
@@ -978,7 +707,28 @@ def worker_inputs(job, with_logs: bool = True) -> list[WorkerInput]:
 
 
 def diagnose_job(job, workers: list[WorkerInput] | None = None) -> JobDiagnosis:
-    """Diagnose a stored Job (reads Pods from the database and logs from the runtime)."""
-    from jobs.services.node_findings import add_node_findings  # the Workers' nodes (issue 15)
-
+    """Diagnose a stored Job (reads Pods from the database and logs from the runtime), plus the problems of the
+    Workers' nodes (``jobs.services.node_findings``, issue 15)."""
     return add_node_findings(job, diagnose(workers if workers is not None else worker_inputs(job)))
+
+
+FINDING_TEXT.setdefault(node_findings.CODE, node_findings.TEXT)
+DETAIL_TEXT.setdefault(node_findings.CODE, node_findings.DETAIL)
+
+
+def add_node_findings(job, result: JobDiagnosis) -> JobDiagnosis:
+    """Attach a ``node_condition`` warning per :class:`~jobs.services.node_findings.NodeProblem` to its Worker
+    in ``result`` (job-wide when no Worker matches)."""
+    by_pod = {w.worker.pod: w for w in result.workers}
+    for p in node_findings.node_problems(job):
+        finding = Finding(
+            node_findings.CODE,
+            WARNING,
+            pod=p.pod,
+            role=p.role,
+            line=p.event,
+            params={"node": p.node, "conditions": p.conditions, "event": p.event},
+        )
+        target = by_pod.get(p.pod)
+        (target.findings if target is not None else result.job_findings).append(finding)
+    return result

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from django.utils.translation import gettext as _
 
 from jobs.models import Phase
+from jobs.services.status import localized_message
 
 RAY_FORMING = "All Workers started; waiting for the Ray cluster to form"  # the sync's message (jobs.services.sync)
 ENDED = (Phase.STOPPED, Phase.SUCCEEDED, Phase.FAILED)
@@ -69,8 +70,6 @@ def _texts() -> dict[str, str]:
 
 def job_headline(job, ready: int, total: int) -> Headline:
     """The headline of ``job`` whose Workers are ``ready`` of ``total`` by the last sync (Task or Pod rows)."""
-    from jobs.services.status import localized_message
-
     key = headline_key(job, ready, total)
     text = _texts()[key]
     message = localized_message(job.message or "")

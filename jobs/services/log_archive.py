@@ -38,6 +38,8 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from clusters.runtime import registry
+
 logger = logging.getLogger(__name__)
 
 CUT_LINE = "[rlark] log archive cut here: the job's log archive reached its size cap of {cap} bytes\n"
@@ -172,10 +174,8 @@ def archive_task_logs(job, task) -> None:
     """Archive the full log of each of ``task``'s Workers (and of the previous instance) under the job's
     cap, so the logs stay readable once the Pods are gone. Best effort: a Pod whose log cannot be read
     (gone already) is skipped, an archive of it kept earlier stays."""
-    from jobs.services import controller
-
     try:
-        runtime = controller.runtime_for(task.cluster)
+        runtime = registry.runtime_for(task.cluster)
     except Exception:  # noqa: BLE001
         return
     base = job_dir(job.name)

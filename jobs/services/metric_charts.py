@@ -19,6 +19,8 @@ import math
 import os
 from typing import Any
 
+from jobs.services.metrics import tensorboard_source
+
 MAX_POINTS = 500  # per series (downsampled evenly, the last point kept)
 MAX_TAGS = 60
 MAX_RUNS = 10
@@ -127,8 +129,6 @@ def chart_strings() -> dict[str, str]:
 def metric_chart_context(job, data: dict[str, Any]) -> dict[str, Any]:
     """Template context of the Metrics tab's charts: ``chart_data`` (JSON via ``json_script``), ``chart_strings``
     and ``chart_runs``; ``data`` is ``jobs.services.metrics.job_metrics(job)``."""
-    from jobs.services.metrics import tensorboard_source
-
     host_dir = tensorboard_source(job).host_dir if data["tensorboard"]["readable"] else None
     charts = chart_data(data["workers"], host_dir)
     return {"chart_data": charts, "chart_strings": {"strings": chart_strings()}, "chart_runs": charts["runs"]}

@@ -20,6 +20,15 @@ from datetime import datetime, timedelta
 from html import escape
 from typing import Any
 
+from clusters.runtime import registry
+from clusters.runtime.base import RuntimeFailure
+from jobs.models import Pod
+from jobs.models_metrics import MetricSample
+from jobs.services.headline import worker_phase
+from jobs.services.run_prefix import run_path
+from jobs.services.status import runtime_seconds as _runtime
+from jobs.spec.mounts import host_path_for
+
 RING_SIZE = 120  # samples kept per Pod
 SAMPLE_MIN_INTERVAL = 5.0  # seconds; the page samples itself only when the newest sample is older than this
 MAX_POINTS = 200  # points per chart
@@ -31,7 +40,6 @@ MAX_TAGS = 60
 
 def runtime_seconds(job, now: datetime | None = None) -> int | None:
     """Real run time of the current attempt in seconds; None before it started."""
-    from jobs.services.status import runtime_seconds as _runtime
 
     return _runtime(job, now)
 
@@ -47,9 +55,6 @@ def record_pod_metrics(job, metrics: dict[str, dict[str, float]] | None, now: da
 def sample_job(job, now: datetime | None = None) -> bool:
     """Ask each runtime of ``job`` for its Pods' usage and store it. Returns False when no runtime reports
     metrics (``pod_metrics()`` is None or fails): then the page shows "not available"."""
-    from clusters.runtime.base import RuntimeError_
-    from jobs.services.controller import runtime_for
-
     seen: set[tuple[int, str]] = set()
     any_available = False
     for task in job.tasks.select_related("cluster"):
@@ -58,8 +63,8 @@ def sample_job(job, now: datetime | None = None) -> bool:
             continue
         seen.add(key)
         try:
-            metrics = runtime_for(task.cluster).pod_metrics(task.namespace, job.name)
-        except (RuntimeError_, OSError, NotImplementedError):
+            metrics = registry.runtime_for(task.cluster).pod_metrics(task.namespace, job.name)
+        except (RuntimeFailure, OSError, NotImplementedError):
             metrics = None
         if metrics is not None:
             any_available = True
@@ -114,9 +119,6 @@ def record_sync_samples(job_ids, metrics: dict[str, dict[str, float]], now: date
     from django.db.models.functions import RowNumber
     from django.utils import timezone
 
-    from jobs.models import Pod
-    from jobs.models_metrics import MetricSample
-
     job_ids = list(job_ids)
     if not metrics or not job_ids:
         return 0
@@ -158,8 +160,6 @@ def maybe_sample(job, now: datetime | None = None) -> None:
     """Sample on page view when the sync has not stored a sample in the last ``SAMPLE_MIN_INTERVAL`` seconds and
     the job has live Workers."""
     from django.utils import timezone
-
-    from jobs.models_metrics import MetricSample
 
     now = now or timezone.now()
     if job.phase not in ("Pending", "Running") or job.stopped:
@@ -205,10 +205,6 @@ class WorkerMetrics:
 def worker_metrics(job, now: datetime | None = None) -> list[WorkerMetrics]:
     """Rows for every synced Pod of ``job`` with restarts, age and its stored samples."""
     from django.utils import timezone
-
-    from jobs.models import Pod
-    from jobs.models_metrics import MetricSample
-    from jobs.services.headline import worker_phase
 
     now = now or timezone.now()
     if job.finished_at is not None and job.finished_at < now:
@@ -267,11 +263,8 @@ class TensorBoardSource:
 
 def tensorboard_source(job) -> TensorBoardSource:
     """Locate the head template's ``tensorBoardDir`` on this machine (local runtime, hostPath mounts)."""
-    from jobs.services.controller import job_spec
-    from jobs.services.run_prefix import run_path
-    from jobs.services.runcheck import host_path_for
 
-    templates = [t for t in job_spec(job).get("tasks") or [] if isinstance(t, dict)]
+    templates = [t for t in job.spec_section.get("tasks") or [] if isinstance(t, dict)]
     ordered = sorted(templates, key=lambda t: t.get("head") is not True)
     tb_dir = next((str(t.get("tensorBoardDir")) for t in ordered if t.get("tensorBoardDir")), "")
     if not tb_dir:

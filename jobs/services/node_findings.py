@@ -1,41 +1,49 @@
 """Diagnosis rule: a Worker's node is under pressure (issue 15 point 4b).
 
-For each Worker Pod of the job placed on a node, the node's stored conditions (``clusters.services.node_health``)
+For each Worker Pod of the job placed on a node, the node's stored conditions (``clusters.node_health``)
 are read; a ``DiskPressure`` / ``MemoryPressure`` / ``PIDPressure`` / ``NetworkUnavailable`` that is True, or a
 Ready that is not True, becomes a ``node_condition`` warning naming the Worker, its node and the conditions,
 with the node's latest Warning event as evidence. One query for all the job's nodes.
 
-Hooked into ``jobs.services.diagnosis.diagnose_job`` by one call (:func:`add_node_findings`).
+``jobs.services.diagnosis`` imports this module (never the other way): it registers :data:`TEXT` and
+:data:`DETAIL` and turns each :class:`NodeProblem` into a ``node_condition`` Finding in ``diagnose_job``.
 """
 
 from __future__ import annotations
 
-from jobs.services import diagnosis
+from dataclasses import dataclass
 
-diagnosis.FINDING_TEXT.setdefault(
-    "node_condition",
-    (
-        "Worker 所在节点状态异常",
-        "The Worker's node reports a problem",
-        "节点磁盘、内存、进程数或网络压力，或节点未就绪",
-        "Disk, memory, PID or network pressure on the node, or the node is not Ready",
-        "请管理员在后台“节点”页查看该节点的状况和事件；必要时封锁节点并在其他节点重启任务。",
-        "Ask an administrator to check the node's conditions and events in the back office (Nodes); cordon it"
-        " and restart the job elsewhere if needed.",
-    ),
+from clusters.models import Node
+from clusters.node_health import problems
+from jobs.models import Pod
+
+CODE = "node_condition"
+TEXT = (
+    "Worker 所在节点状态异常",
+    "The Worker's node reports a problem",
+    "节点磁盘、内存、进程数或网络压力，或节点未就绪",
+    "Disk, memory, PID or network pressure on the node, or the node is not Ready",
+    "请管理员在后台“节点”页查看该节点的状况和事件；必要时封锁节点并在其他节点重启任务。",
+    "Ask an administrator to check the node's conditions and events in the back office (Nodes); cordon it"
+    " and restart the job elsewhere if needed.",
 )
-diagnosis.DETAIL_TEXT.setdefault(
-    "node_condition",
-    ("节点 {node}：{conditions}。{event}", "Node {node}: {conditions}. {event}"),
-)
+DETAIL = ("节点 {node}：{conditions}。{event}", "Node {node}: {conditions}. {event}")
 
 
-def node_findings(job) -> list[diagnosis.Finding]:
-    """``node_condition`` findings for the Workers of ``job`` (module docstring)."""
-    from clusters.models import Node
-    from clusters.services.node_health import problems
-    from jobs.models import Pod
+@dataclass(frozen=True)
+class NodeProblem:
+    """One Worker Pod on a node that reports problems: ``conditions`` like ``"DiskPressure, Ready=False"``,
+    ``event`` the node's latest Warning event (``"reason: message"``) or ''."""
 
+    pod: str
+    role: str
+    node: str
+    conditions: str
+    event: str
+
+
+def node_problems(job) -> list[NodeProblem]:
+    """The problems of the nodes under the Workers of ``job`` (module docstring); one query for all nodes."""
     pods = list(
         Pod.objects.filter(task__job=job)
         .exclude(node="")
@@ -57,23 +65,5 @@ def node_findings(job) -> list[diagnosis.Finding]:
             continue
         latest = (node.events or [None])[0]
         event = f"{latest['reason']}: {latest['message']}" if latest else ""
-        out.append(
-            diagnosis.Finding(
-                "node_condition",
-                diagnosis.WARNING,
-                pod=name,
-                role=display_role or template,
-                line=event,
-                params={"node": node_name, "conditions": ", ".join(found), "event": event},
-            )
-        )
+        out.append(NodeProblem(name, display_role or template, node_name, ", ".join(found), event))
     return out
-
-
-def add_node_findings(job, result: diagnosis.JobDiagnosis) -> diagnosis.JobDiagnosis:
-    """Attach :func:`node_findings` to the matching Workers of ``result`` (job-wide when no Worker matches)."""
-    by_pod = {w.worker.pod: w for w in result.workers}
-    for finding in node_findings(job):
-        target = by_pod.get(finding.pod)
-        (target.findings if target is not None else result.job_findings).append(finding)
-    return result

@@ -22,8 +22,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusters.models import Node
+from clusters.runtime.base import RuntimeFailure
+from clusters.runtime.registry import get_runtime
+from jobs.services.log_markers import scan_log
+from jobs.services.status import read_pod_log
+from jobs.spec.layout import main_container
 from jobs.spec.quantity import format_number, parse_quantity
-from jobs.spec.selectors import matches
+from jobs.spec.selectors import matches, template_selector
 
 IMAGE_PULL_REASONS = {
     "ErrImagePull",
@@ -353,8 +359,6 @@ def pending_reasons(roles: list[RoleInput], nodes: list[NodeView]) -> dict[str, 
 
 
 def _requests_of(template: dict) -> dict[str, float]:
-    from jobs.spec.layout import main_container
-
     resources = main_container(template).get("resources") or {}
     merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
     out: dict[str, float] = {}
@@ -366,20 +370,10 @@ def _requests_of(template: dict) -> dict[str, float]:
     return out
 
 
-def _selector_of(template: dict) -> dict[str, str]:
-    from jobs.spec.selectors import SelectorError, parse_selector
-
-    try:
-        return parse_selector(template.get("nodeSelector"))
-    except SelectorError:
-        return {}
-
-
 def role_inputs(job, with_logs: bool = True) -> list[RoleInput]:
     """Build :class:`RoleInput` rows from the Job's Tasks, Pod rows and spec templates."""
-    from jobs.services.controller import job_spec
 
-    templates = {str(t.get("name")): t for t in job_spec(job).get("tasks") or [] if isinstance(t, dict)}
+    templates = {str(t.get("name")): t for t in job.spec_section.get("tasks") or [] if isinstance(t, dict)}
     out = []
     for task in job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"):
         template = templates.get(task.template_name, {})
@@ -387,8 +381,6 @@ def role_inputs(job, with_logs: bool = True) -> list[RoleInput]:
         for p in task.pods.all():
             last_stage = None
             if with_logs and p.phase in ("Running", "Pending") and not (p.container_state or {}).get("ready"):
-                from jobs.services.diagnosis import read_pod_log, scan_log
-
                 stage = scan_log(read_pod_log(job, p.name)).last_stage
                 last_stage = stage.key if stage else None
             pods.append(
@@ -409,7 +401,7 @@ def role_inputs(job, with_logs: bool = True) -> list[RoleInput]:
             task=task.name,
             replicas=task.replicas if not job.stopped else 0,
             requests=_requests_of(template),
-            selector=_selector_of(template),
+            selector=template_selector(template),
             pods=pods,
         )
         if with_logs:
@@ -433,9 +425,6 @@ def _claims_of(template: dict) -> list[str]:
 def _add_workload_events(task, template: dict, role: RoleInput) -> None:
     """Ask the runtime for the Warning events that explain a role without Pods (its StatefulSet) or with an
     unbound claim (its PVCs); only then, so a healthy job costs no call. An unreachable cluster adds nothing."""
-    from clusters.runtime.base import RuntimeError_
-    from clusters.runtime.registry import get_runtime
-
     missing_pod = len(role.pods) < role.replicas
     claims = _claims_of(template)
     unbound = any(_pvc(p) is not None for p in role.pods)
@@ -450,13 +439,12 @@ def _add_workload_events(task, template: dict, role: RoleInput) -> None:
         if claims and unbound:
             found = runtime.warning_events(namespace, "PersistentVolumeClaim", claims)
             role.claims = {c: [{"reason": e.reason, "message": e.message} for e in found.get(c, [])] for c in claims}
-    except RuntimeError_:
+    except RuntimeFailure:
         return
 
 
 def node_views(job) -> list[NodeView]:
     """The nodes of every cluster the Job's Tasks run on."""
-    from clusters.models import Node
 
     cluster_ids = set(job.tasks.values_list("cluster_id", flat=True))
     out = []

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from jobs.models import Pod
+
 RUN_ID_ENV = "RLARK_RUN_ID"
 _VARIABLE = re.compile(r"\$(?:\{RLARK_RUN_ID\}|RLARK_RUN_ID(?![A-Za-z0-9_]))")
 
@@ -24,8 +26,6 @@ def uses_run_id(path: str) -> bool:
 def current_run_id(job) -> str:
     """The ``RLARK_RUN_ID`` of the job's current run: the UID of its newest Header Pod (rank 0); "" before the
     Header Pod exists."""
-    from jobs.models import Pod
-
     pod = (
         Pod.objects.filter(task__job=job, task__head=True, ordinal=0)
         .exclude(uid="")

@@ -31,7 +31,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from jobs.services.diagnosis import RLINF_CLUSTER, LogScan, scan_log
+from clusters.models import Node
+from jobs.services.diagnosis import stage_label
+from jobs.services.log_markers import RLINF_CLUSTER, LogScan, scan_log
+from jobs.services.run_prefix import run_path
+from jobs.services.status import pod_ready, read_pod_log
+from jobs.spec.layout import display_role_of, main_container, task_layout
+from jobs.spec.mounts import host_path_for
+from jobs.spec.rlinf import num_nodes_of
+from jobs.spec.selectors import matches, template_selector
+from rlark_console import pagetime
 
 MET = "met"
 NOT_MET = "not_met"
@@ -280,7 +289,6 @@ def _missing(data: RunCheckInput) -> str:
 
 def check_job(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
     """Check 1."""
-    from jobs.spec.layout import display_role_of, main_container, task_layout
 
     ev = [
         _t(
@@ -385,7 +393,6 @@ def check_pods(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
                     r=p.restarts,
                 )
             )
-            from jobs.spec.selectors import matches
 
             if p.node and not matches(task.selector, data.node_labels.get(p.node, {})):
                 bad.append(
@@ -545,7 +552,7 @@ def check_ray(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) -> tupl
                         "Worker {pod} ({role}) has not connected to the Ray head; last stage: {stage}.",
                         pod=name,
                         role=task.role,
-                        stage=f"{last.label(lang)} ({last.text})" if last else "-",
+                        stage=f"{stage_label(last.key, lang)} ({last.text})" if last else "-",
                     )
                 )
     head_pod = next((p for t in data.tasks if t.head for p in data.pods if p.task == t.name), None)
@@ -743,32 +750,6 @@ def run_checks(data: RunCheckInput, lang: str = "zh-hans") -> list[CheckResult]:
 # --- output path (local runtime) ------------------------------------------------------------------------------
 
 
-def host_path_for(template: dict, container_path: str) -> str | None:
-    """Resolve a container path through the template's hostPath mounts (local runtime bind-mounts each
-    hostPath at its mountPath); None when no hostPath mount covers it."""
-    from jobs.spec.layout import main_container
-
-    try:
-        volumes = template["kubernetes"]["workload"]["template"]["spec"].get("volumes") or []
-    except (KeyError, TypeError, AttributeError):
-        volumes = []
-    host = {v.get("name"): (v.get("hostPath") or {}).get("path") for v in volumes if isinstance(v, dict)}
-    best: tuple[int, str] | None = None
-    for mount in main_container(template).get("volumeMounts") or []:
-        mpath = str(mount.get("mountPath") or "").rstrip("/")
-        hpath = host.get(mount.get("name"))
-        if not hpath or not mpath:
-            continue
-        if container_path == mpath or container_path.startswith(mpath + "/"):
-            sub = str(mount.get("subPath") or "").strip("/")
-            base = os.path.join(hpath, sub) if sub else hpath
-            rest = container_path[len(mpath) :].lstrip("/")
-            candidate = os.path.join(base, rest) if rest else base
-            if best is None or len(mpath) > best[0]:
-                best = (len(mpath), candidate)
-    return best[1] if best else None
-
-
 def check_output(path: str, templates: list[dict], runtime_kind: str) -> OutputCheck:
     """Check that ``path`` (container path, globs allowed) exists and is readable."""
     if not path:
@@ -813,17 +794,10 @@ def check_output(path: str, templates: list[dict], runtime_kind: str) -> OutputC
 
 
 def gather(job, now: datetime | None = None, logs: dict[str, str] | None = None) -> RunCheckInput:
-    """Build the input of the checks from a stored Job (reads logs through ``diagnosis.read_pod_log``)."""
+    """Build the input of the checks from a stored Job (reads logs through ``status.read_pod_log``)."""
     from django.utils import timezone
 
-    from clusters.models import Node
-    from jobs.services.controller import job_spec
-    from jobs.services.diagnosis import read_pod_log
-    from jobs.services.pending import _selector_of
-    from jobs.services.status import pod_ready
-    from jobs.spec.rlinf import num_nodes_of
-
-    spec = job_spec(job)
+    spec = job.spec_section
     templates = {str(t.get("name")): t for t in spec.get("tasks") or [] if isinstance(t, dict)}
     tasks = list(job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"))
     task_views = [
@@ -834,7 +808,7 @@ def gather(job, now: datetime | None = None, logs: dict[str, str] | None = None)
             head=t.head,
             replicas=t.replicas,
             rank_start=t.rank_start,
-            selector=_selector_of(templates.get(t.template_name, {})),
+            selector=template_selector(templates.get(t.template_name, {})),
             cluster=t.cluster.name,
         )
         for t in tasks
@@ -858,8 +832,6 @@ def gather(job, now: datetime | None = None, logs: dict[str, str] | None = None)
         settings = {**settings, "output_path": str(ordered[0]["tensorBoardDir"])}
     secrets = []
     for t in templates.values():
-        from jobs.spec.layout import main_container
-
         for e in main_container(t).get("env") or []:
             if isinstance(e, dict) and e.get("value") and e.get("name") != "RLARK_TASK_ROLE":
                 secrets.append(str(e["value"]))
@@ -886,8 +858,6 @@ def gather(job, now: datetime | None = None, logs: dict[str, str] | None = None)
 
 def _run_output(job, path: str, templates: list[dict], runtime_kind: str) -> OutputCheck:
     """``check_output`` of the current run's prefix only (``jobs.services.run_prefix``, issue 14.2)."""
-    from jobs.services.run_prefix import run_path
-
     current = run_path(job, path)
     if current is None:
         return OutputCheck("missing", path, detail="the run has no Header Pod yet")
@@ -904,9 +874,7 @@ def job_run_check(job, lang: str = "zh-hans", now: datetime | None = None) -> li
 
 def _ts(value: datetime | None) -> str:
     """A time as every page shows it: the page's zone with its abbreviation (issue 14.8)."""
-    from rlark_console.pagetime import label
-
-    return label(value) if value else "-"
+    return pagetime.label(value) if value else "-"
 
 
 def _cell(text: str) -> str:
@@ -922,11 +890,7 @@ def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = 
     """
     import yaml
 
-    from jobs.services.controller import job_spec
-    from jobs.spec.layout import main_container
-    from jobs.spec.rlinf import num_nodes_of
-
-    spec = job_spec(job)
+    spec = job.spec_section
     templates = [t for t in spec.get("tasks") or [] if isinstance(t, dict)]
     images = []
     for t in templates:

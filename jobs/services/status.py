@@ -8,6 +8,7 @@ Task (one Ray node); before the first sync a Worker row has no Pod details (the 
 from __future__ import annotations
 
 import re
+from collections import deque
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,45 +16,15 @@ from typing import Any
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
-from clusters.runtime.base import PodNotFound, RuntimeError_
+from clusters.runtime import registry
+from clusters.runtime.base import PodNotFound, RuntimeFailure
 from jobs.models import Job, Pod, Task
+from jobs.services import log_archive
+from jobs.spec.conditions import get_condition, set_condition  # noqa: F401 - the status API of conditions
 
 # Bounds of the log API (seed 02: the Logs tab reads at most the last 1000 lines per Pod).
 DEFAULT_TAIL = 1000
 MAX_TAIL = 100_000
-
-
-def set_condition(
-    conditions: list[dict[str, Any]],
-    type_: str,
-    status: bool,
-    reason: str,
-    message: str,
-    now: datetime | None = None,
-) -> list[dict[str, Any]]:
-    """Return ``conditions`` with condition ``type_`` set (Kubernetes style).
-
-    Shape of each entry: ``{"type", "status": "True"|"False", "reason", "message",
-    "lastTransitionTime": ISO-8601 UTC}``; the transition time only changes when ``status``
-    flips. The input list is not modified.
-    """
-    now = now or timezone.now()
-    value = "True" if status else "False"
-    out = [dict(c) for c in conditions or []]
-    for cond in out:
-        if cond.get("type") == type_:
-            if cond.get("status") != value:
-                cond["lastTransitionTime"] = now.isoformat()
-            cond.update(status=value, reason=reason, message=message)
-            return out
-    out.append(
-        {"type": type_, "status": value, "reason": reason, "message": message, "lastTransitionTime": now.isoformat()}
-    )
-    return out
-
-
-def get_condition(conditions: list[dict[str, Any]], type_: str) -> dict[str, Any] | None:
-    return next((c for c in conditions or [] if c.get("type") == type_), None)
 
 
 def runtime_seconds(job: Job, now: datetime | None = None) -> int | None:
@@ -192,8 +163,6 @@ def workers_summary(job: Job) -> tuple[int, int]:
 def log_archive_path(job_name: str, pod_name: str, previous: bool = False) -> Path:
     """Where a Pod's full log is archived once its job stops, ends or is deleted
     (``jobs.services.log_archive``: gzip, VAR_DIR/logs)."""
-    from jobs.services import log_archive
-
     return log_archive.path_for(job_name, pod_name, previous)
 
 
@@ -203,22 +172,62 @@ def read_worker_log(job: Job, pod_name: str, tail: int | None = DEFAULT_TAIL, pr
     Reads from the runtime; when the Pod is gone (job stopped or finished) falls back to the
     copy the sync archived before scaling it down. Raises ``Pod.DoesNotExist`` when the Pod
     is not one of this job's Workers, :class:`PodNotFound` when neither the runtime nor the
-    archive has its log, :class:`RuntimeError_` for other runtime failures.
+    archive has its log, :class:`RuntimeFailure` for other runtime failures.
     """
     task = _task_of_pod(job, pod_name)
-    from jobs.services.controller import runtime_for
-
     try:
-        return runtime_for(task.cluster).read_log(task.namespace, pod_name, tail_lines=tail, previous=previous)
-    except RuntimeError_ as exc:
-        from jobs.services import log_archive
-
+        return registry.runtime_for(task.cluster).read_log(task.namespace, pod_name, tail_lines=tail, previous=previous)
+    except RuntimeFailure as exc:
         archived = log_archive.find(job.name, pod_name, previous)
         if archived is not None:
             return log_archive.read_tail(archived, tail)
         if isinstance(exc, PodNotFound) or exc.reason == "not_found":
             raise
         raise
+
+
+LOG_HEAD_LINES = 2000  # lines kept from the start of a log (the wrapper markers live there)
+LOG_TAIL_LINES = 5000  # and from its end
+
+
+def read_pod_log(job, pod_name: str) -> str:
+    """A Worker's ``main`` log for diagnosis: the first ``LOG_HEAD_LINES`` and last ``LOG_TAIL_LINES`` lines
+    (streamed, constant memory). Falls back to the archived copy / tail read of :func:`read_worker_log`.
+    Returns "" when no log can be read (Pod gone, cluster unreachable)."""
+    task = next((t for t in job.tasks.select_related("cluster") if pod_name.rpartition("-")[0] == t.name), None)
+    if task is not None:
+        try:
+            head: list[str] = []
+            tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+            skipped = 0
+            buf = b""
+            stream = registry.runtime_for(task.cluster).stream_log(task.namespace, pod_name)
+            for chunk in stream:
+                buf += chunk
+                *complete, buf = buf.split(b"\n")
+                for raw in complete:
+                    line = raw.decode("utf-8", errors="replace")
+                    if len(head) < LOG_HEAD_LINES:
+                        head.append(line)
+                    else:
+                        if len(tail) == tail.maxlen:
+                            skipped += 1
+                        tail.append(line)
+            if buf:
+                line = buf.decode("utf-8", errors="replace")
+                if len(head) < LOG_HEAD_LINES:
+                    head.append(line)
+                else:
+                    tail.append(line)
+            if head or tail:
+                gap = [f"... ({skipped} lines skipped) ..."] if skipped else []
+                return "\n".join([*head, *gap, *tail])
+        except (RuntimeFailure, OSError, NotImplementedError):
+            pass
+    try:
+        return read_worker_log(job, pod_name, tail=None)
+    except Exception:  # noqa: BLE001 - a missing log is shown as "no log", never an error page
+        return ""
 
 
 def _task_of_pod(job: Job, pod_name: str) -> Task:

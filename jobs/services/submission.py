@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 
 from accounts.audit import record
 from jobs.models import Job
+from jobs.services import controller
 from jobs.spec.document import (
     DISPLAY_NAME,
     RESTARTED_AT,
@@ -87,8 +88,6 @@ def _rlinf(rlinf_config: Any, rlinf_config_text: Any) -> str:
 
 
 def _reconcile(job: Job) -> None:
-    from jobs.services import controller
-
     controller.request_reconcile(job)
 
 
@@ -173,7 +172,6 @@ def update_job(
 
 def _update_locked(user, seen: Job, job: Job, document_or_text, restart, content_type, rlinf_config, request, patch):
     """:func:`update_job` with ``job`` freshly read under its row lock; ``seen`` is the caller's older copy."""
-    from jobs.services import controller
 
     if patch:
         if not isinstance(document_or_text, dict):

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 import threading
 import time
 from collections import defaultdict
@@ -48,124 +47,21 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from clusters.models import Cluster
-from clusters.runtime.base import ContainerState, PodInfo, RuntimeError_
+from clusters.models import Cluster, Node
+from clusters.runtime import registry
+from clusters.runtime.base import ContainerState, PodInfo, RuntimeFailure
+from clusters.services.node_sync import apply_node_infos
 from jobs.models import Job, Phase, Pod, Task
-from jobs.services import bulk, controller, domain_ips, metrics, runtime_restart
+from jobs.services import bulk, controller, domain_ips, metrics, runtime_restart, sync_fetch
+from jobs.services.log_markers import CHECK_FAILED
 from jobs.services.status import get_condition, set_condition
+from jobs.services.sync_fetch import stale
 
 logger = logging.getLogger(__name__)
 
 CRASHLOOP_LIMIT = int(getattr(settings, "RLARK_CRASHLOOP_LIMIT", 3))
 IMAGE_PULL_GRACE = float(getattr(settings, "RLARK_IMAGE_PULL_GRACE", 120))
 IMAGE_PULL_REASONS = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
-
-RUN_EXIT = re.compile(r"Run script exited with code (-?\d+)")
-RAY_EXIT = re.compile(r"Ray worker process exited with code (-?\d+)")
-RAY_READY = "Ray cluster is ready"
-CHECK_FAILED = "Warning: Ray cluster check failed, proceeding anyway."
-# Wrapper stage markers in order (upstream-rlark 5.1/5.3; seed 05-troubleshooting).
-STAGES = (
-    ("RLINF_NODE_RANK: ", "rank"),
-    ("Executing prepare script...", "prepare"),
-    ("Error: Ray CLI is not found.", "ray_missing"),
-    ("Waiting for ", "waiting_nodes"),
-    ("Connecting to Ray head at ", "connecting"),
-    ("Head is reachable at ", "head_reachable"),
-    ("Warning: Ray cluster check failed", "check_failed"),
-    ("Ray cluster is ready", "ray_ready"),
-    ("Executing run script...", "run"),
-    ("Run script exited with code ", "run_exited"),
-    ("Ray worker process exited with code ", "worker_exited"),
-)
-EXIT_STAGES = {"run_exited", "worker_exited"}
-ERROR_LINE = re.compile(
-    r"(?i)(\berror\b|exception|traceback|\bfailed\b|fatal|no such file|not found|permission denied|killed)"
-)
-
-
-# --- log signals ------------------------------------------------------------------------------
-
-
-def log_signals(text: str) -> dict[str, Any]:
-    """Facts the wrapper markers tell about one Worker's log.
-
-    Returns ``{"runExit": int|None, "rayExit": int|None, "rayReady": bool,
-    "clusterCheckFailed": bool, "lastStage": marker line|None, "firstError": line|None}``
-    (the last occurrence of each exit marker counts; ``firstError`` is the first error-looking
-    line after the last stage marker, or that marker itself when it is an error).
-    """
-    return _scan(text)[0]
-
-
-def _scan(text: str) -> tuple[dict[str, Any], bool]:
-    """:func:`log_signals` and whether ``text`` holds a (non-exit) stage marker."""
-    run_exit = ray_exit = None
-    ready = check_failed = False
-    last_stage = None
-    last_stage_index = -1
-    lines = text.splitlines()
-    for index, line in enumerate(lines):
-        stripped = line.strip()
-        if (m := RUN_EXIT.search(stripped)) is not None:
-            run_exit = int(m.group(1))
-        if (m := RAY_EXIT.search(stripped)) is not None:
-            ray_exit = int(m.group(1))
-        if RAY_READY in stripped:
-            ready = True
-        if CHECK_FAILED in stripped:
-            check_failed = True
-        stage = next((key for marker, key in STAGES if stripped.startswith(marker)), None)
-        if stage is not None:
-            last_stage = stripped
-            if stage not in EXIT_STAGES:
-                last_stage_index = index
-    first_error = None
-    since = lines[last_stage_index].strip() if last_stage_index >= 0 else ""
-    if since.startswith("Error:"):
-        first_error = since
-    else:
-        tail = lines[last_stage_index + 1 :]
-        for pos, line in enumerate(tail):
-            stripped = line.strip()
-            if (
-                stripped
-                and ERROR_LINE.search(stripped)
-                and not stripped.startswith(CHECK_FAILED)
-                and not any(stripped.startswith(marker) for marker, _ in STAGES)
-            ):
-                if stripped.startswith("Traceback"):  # a Python traceback: name its exception line
-                    stripped = next((t.strip() for t in tail[pos + 1 :] if t.strip() and not t[:1].isspace()), stripped)
-                first_error = stripped[:500]
-                break
-    signals = {
-        "runExit": run_exit,
-        "rayExit": ray_exit,
-        "rayReady": ready,
-        "clusterCheckFailed": check_failed,
-        "lastStage": last_stage,
-        "firstError": first_error,
-    }
-    return signals, last_stage_index >= 0
-
-
-def merge_signals(old: dict[str, Any], text: str) -> dict[str, Any]:
-    """The signals of a log read in pieces: ``old`` (of everything before) folded with the new ``text``.
-
-    The result equals :func:`log_signals` of the whole log: the last exit markers win, ``rayReady`` and
-    ``clusterCheckFailed`` stay once seen, and ``firstError`` restarts after a new stage marker."""
-    new, had_stage = _scan(text)
-    merged = {**old}
-    for key in ("runExit", "rayExit", "lastStage"):
-        if new[key] is not None:
-            merged[key] = new[key]
-        merged.setdefault(key, None)
-    merged["rayReady"] = bool(old.get("rayReady")) or new["rayReady"]
-    merged["clusterCheckFailed"] = bool(old.get("clusterCheckFailed")) or new["clusterCheckFailed"]
-    if had_stage or not old.get("firstError"):
-        merged["firstError"] = new["firstError"]
-    return merged
-
 
 # --- sync entry points ------------------------------------------------------------------------
 
@@ -245,7 +141,6 @@ def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool, force: bool
     differences with the stored rows of every job computed in memory, and only what changed written,
     in bulk, under the row locks of the jobs it concerns. Nothing changed: a constant number of queries
     (jobs, Tasks, Pods, clusters), whatever the number of jobs."""
-    from jobs.services import sync_fetch
 
     started = time.monotonic()
     job_by_id = {job.pk: job for job in jobs}
@@ -269,7 +164,7 @@ def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool, force: bool
             report[cluster.name] = f"offline (retry in {retry_at - now_m:.0f}s)"
             continue
         try:
-            runtime = controller.runtime_for(cluster)
+            runtime = registry.runtime_for(cluster)
             runtime.prepare_for_thread()
         except Exception as exc:  # noqa: BLE001
             _cluster_failed(cluster, exc, node_sync, down, report)
@@ -316,11 +211,9 @@ def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool, force: bool
         stats["calls"] += result.calls
         stats["log_reads"] += result.log_reads
         if not result.ok:
-            _cluster_failed(cluster, RuntimeError_(result.error, result.reason), node_sync, down, report)
+            _cluster_failed(cluster, RuntimeFailure(result.error, result.reason), node_sync, down, report)
             continue
         if node_sync and result.nodes is not None:
-            from clusters.services.node_sync import apply_node_infos
-
             apply_node_infos(cluster, result.nodes)  # sets online/degraded and the heartbeat
         else:
             _mark_cluster(cluster, Cluster.Status.ONLINE, "")
@@ -345,7 +238,7 @@ def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool, force: bool
 
 def _cluster_failed(cluster: Cluster, exc: Exception, node_sync: bool, down: dict[int, str], report) -> None:
     """Offline with the reason; its jobs keep their last known state; back-off for the periodic sync."""
-    reason = exc.reason if isinstance(exc, RuntimeError_) else type(exc).__name__
+    reason = exc.reason if isinstance(exc, RuntimeFailure) else type(exc).__name__
     message = f"{reason}: {exc}"[:1000]
     logger.warning("cluster %s sync failed: %s", cluster.name, message)
     down[cluster.pk] = message
@@ -368,7 +261,6 @@ def _mark_cluster(cluster: Cluster, status: str, message: str) -> None:
         if status == Cluster.Status.OFFLINE and cluster.runtime != Cluster.Runtime.LOCAL:
             # A local cluster's virtual nodes are its own configuration (LocalRuntime reports them back as they
             # are stored): flipping them offline would keep it degraded after the supervisor answers again.
-            from clusters.models import Node
 
             Node.objects.filter(cluster=cluster, online=True).update(online=False)
         for key, value in fields.items():
@@ -704,7 +596,6 @@ def _lost(job: Job, task: Task, row: Pod) -> bool:
 
 def _stale(job: Job, pod: Pod) -> bool:
     """A Pod created before the current attempt started (still terminating after a restart)."""
-    from jobs.services.sync_fetch import stale
 
     return stale(job.started_at, pod.created_at)
 

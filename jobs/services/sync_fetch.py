@@ -28,7 +28,8 @@ from typing import Any
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from clusters.runtime.base import PodInfo, Runtime, RuntimeError_
+from clusters.runtime.base import PodInfo, Runtime, RuntimeFailure
+from jobs.services.log_markers import merge_signals
 
 logger = logging.getLogger(__name__)
 
@@ -196,15 +197,15 @@ def _fetch(plan: ClusterPlan) -> ClusterResult:
             try:
                 metrics = runtime.pod_metrics_all(namespace, jobs)
                 result.calls += 1
-            except (RuntimeError_, OSError, NotImplementedError):
+            except (RuntimeFailure, OSError, NotImplementedError):
                 metrics = None
             if metrics is not None:
                 result.metrics = {**(result.metrics or {}), **metrics}
     except Exception as exc:  # noqa: BLE001 - one failing cluster must not stop the others
         result.ok = False
-        result.reason = exc.reason if isinstance(exc, RuntimeError_) else "internal"
-        result.error = str(exc) if isinstance(exc, RuntimeError_) else f"{type(exc).__name__}: {exc}"
-        if not isinstance(exc, RuntimeError_):
+        result.reason = exc.reason if isinstance(exc, RuntimeFailure) else "internal"
+        result.error = str(exc) if isinstance(exc, RuntimeFailure) else f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, RuntimeFailure):
             logger.exception("sync of cluster %s", plan.name)
     result.seconds = time.monotonic() - t0
     return result
@@ -317,8 +318,6 @@ def _read_logs(
     pods: dict[str, list[PodInfo]],
     result: ClusterResult,
 ) -> None:
-    from jobs.services.sync import merge_signals
-
     names = [i.name for name, infos in pods.items() if tasks[name].active for i in infos]
     sizes = runtime.log_sizes(namespace, names) if names else None
     if sizes is not None:
@@ -340,10 +339,10 @@ def _read_logs(
             if not signals and info.container.restart_count > 0:
                 try:  # the previous instance's end tells how it exited
                     text = runtime.read_log(namespace, info.name, tail_lines=SIGNAL_TAIL, previous=True)
-                except RuntimeError_:
+                except RuntimeFailure:
                     pass
             chunk = runtime.read_log_from(namespace, info.name, signals.get("cursor", ""), READ_LIMIT)
-        except RuntimeError_ as exc:  # a log we cannot read just tells us nothing new
+        except RuntimeFailure as exc:  # a log we cannot read just tells us nothing new
             logger.info("log of %s not readable: %s", info.name, exc)
             return
         probed[key] = time.monotonic()

@@ -24,6 +24,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from jobs.services.metrics import tensorboard_source
+
 MAX_SERVERS = 4
 START_TIMEOUT = 60.0  # seconds until TensorBoard answers (it loads its plugins first)
 
@@ -116,8 +118,6 @@ def ensure(job) -> Server:
 
     Serves the job's TensorBoard directory as the Metrics tab reads it
     (``jobs.services.metrics.tensorboard_source``). Raises :class:`TensorBoardUnavailable`."""
-    from jobs.services.metrics import tensorboard_source
-
     source = tensorboard_source(job)
     if not source.host_dir:
         raise TensorBoardUnavailable(source.reason or "unset")

@@ -21,7 +21,11 @@ from collections.abc import Callable
 
 from django.db import close_old_connections
 
-from clusters.runtime.base import RuntimeError_
+from clusters.models import Cluster
+from clusters.runtime import registry
+from clusters.runtime.base import RuntimeFailure
+from jobs.models import Job
+from jobs.services.sync import sync_jobs
 
 logger = logging.getLogger(__name__)
 
@@ -68,9 +72,6 @@ class Dispatcher:
 
 
 def sync_job_names(names: set[str]) -> None:
-    from jobs.models import Job
-    from jobs.services.sync import sync_jobs
-
     close_old_connections()
     jobs = list(Job.objects.filter(name__in=sorted(names)))
     if jobs:
@@ -102,12 +103,10 @@ class ClusterWatch(threading.Thread):
         return self._halt.is_set()
 
     def run(self) -> None:
-        from jobs.services.controller import runtime_for
-
         pause = 1.0
         while not self._halt.is_set():
             try:
-                runtime = runtime_for(self.cluster)
+                runtime = registry.runtime_for(self.cluster)
                 for event in runtime.watch(self.cluster.namespace, self.kind, self.resource_version, self.timeout):
                     if self._halt.is_set():
                         return
@@ -125,7 +124,7 @@ class ClusterWatch(threading.Thread):
             except NotImplementedError:
                 self.unsupported = True
                 return
-            except RuntimeError_ as exc:
+            except RuntimeFailure as exc:
                 self.last_error = str(exc)
                 logger.info("watch %s of cluster %s: %s (again in %.0f s)", self.kind, self.cluster.name, exc, pause)
             except Exception as exc:  # noqa: BLE001 - keep watching; the periodic sync covers the gap
@@ -147,7 +146,6 @@ class Watcher:
 
     def rescan(self) -> None:
         """Start watches for new clusters, restart those whose registration changed, stop removed ones."""
-        from clusters.models import Cluster
 
         close_old_connections()
         clusters = {c.pk: c for c in Cluster.objects.exclude(runtime=Cluster.Runtime.LOCAL)}

@@ -9,7 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusters.models import Cluster, ImageRegistry, Node
+from domains.models import Domain
+from jobs.models import Pod
+from jobs.spec.layout import main_container
 from jobs.spec.quantity import parse_quantity
+from sshkeys.models import SSHPublicKey
+from storage.models import StorageClass
 
 
 @dataclass(frozen=True)
@@ -82,11 +88,6 @@ class Inventory:
         ``exclude_job``: a Job being edited; the resources its current Workers hold are given back to their nodes
         so an unchanged edit does not count against itself.
         """
-        from clusters.models import Cluster, ImageRegistry, Node
-        from domains.models import Domain
-        from sshkeys.models import SSHPublicKey
-        from storage.models import StorageClass
-
         clusters = {
             c["name"]: ClusterInfo(c["name"], c["runtime"], c["status"], c["allow_host_path"])
             for c in Cluster.objects.values("name", "runtime", "status", "allow_host_path")
@@ -126,9 +127,6 @@ class Inventory:
 
     def _give_back(self, job) -> None:
         """Subtract the requests of ``job``'s live Pods from their nodes' ``used`` (one query)."""
-        from jobs.models import Pod
-        from jobs.spec.layout import main_container
-
         templates = {t.get("name"): t for t in (job.spec or {}).get("spec", {}).get("tasks", []) if isinstance(t, dict)}
         by_node = {(n.cluster, n.name): n for n in self.nodes}
         pods = Pod.objects.filter(task__job=job).exclude(phase__in=["Succeeded", "Failed"]).exclude(node="")

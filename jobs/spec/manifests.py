@@ -48,10 +48,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from clusters.models import ImageRegistry
 from clusters.runtime.base import TaskManifest
 from jobs.spec.layout import main_container, task_layout
 from jobs.spec.naming import head_service_name
 from jobs.spec.selectors import parse_selector, values_of
+from storage.services import StorageError, match_registry, normalize_image, normalize_registry
 
 SCRIPTS_DIR = Path(__file__).resolve().parent.parent.parent / "clusters" / "scripts"
 SCRIPT_FILES = ("ray_head.sh", "ray_worker.sh", "ray_check.py")
@@ -134,14 +136,12 @@ def node_affinity(selector: Mapping[str, str]) -> dict[str, Any] | None:
 def _normalizers():
     """``storage.services`` normalisation (the image-registry owner's rules), so the wizard's warning, the API and
     the runtime agree on which registry an image belongs to."""
-    from storage.services import StorageError, normalize_image, normalize_registry
 
     return normalize_image, normalize_registry, StorageError
 
 
 def registry_for_image(image: str, registries: Iterable[Any]) -> Any | None:
     """The registry ``image`` pulls from (``storage.services.match_registry``: longest path-boundary prefix)."""
-    from storage.services import match_registry
 
     return match_registry(image, registries)
 
@@ -246,8 +246,6 @@ def build_task_manifests(
     Raises ManifestError for an unknown cluster or a template without containers.
     """
     if registries is None:
-        from clusters.models import ImageRegistry
-
         registries = list(ImageRegistry.objects.all())
     registries = list(registries)
     storage_classes = storage_classes or {}

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from jobs.spec.document import _Loader, _too_big
 from jobs.spec.messages import WARNING, Problem
 from jobs.spec.ranks import RankErrors, format_ranks, max_rank, parse_rank_config
 
@@ -71,7 +72,6 @@ def _err(detail: Exception | str) -> str:
 
 def load_config(config: dict | str) -> tuple[dict | None, list[Problem]]:
     """YAML text or a mapping -> (mapping, problems)."""
-    from jobs.spec.document import _Loader, _too_big
 
     if isinstance(config, dict):
         data: Any = config

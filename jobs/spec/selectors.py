@@ -62,6 +62,15 @@ def parse_selector(value: str | Mapping | None) -> dict[str, str]:
     return out
 
 
+def template_selector(template: Mapping) -> dict[str, str]:
+    """The ``nodeSelector`` of a Task template as ``{key: value}``; ``{}`` when it is absent or invalid (the
+    validator reports an invalid one; pending reasons and the run check then treat the role as unconstrained)."""
+    try:
+        return parse_selector(template.get("nodeSelector"))
+    except SelectorError:
+        return {}
+
+
 def values_of(value: str) -> list[str]:
     """Comma alternatives of one selector value, trimmed, empty ones dropped."""
     return [v.strip() for v in str(value).split(",") if v.strip()]

@@ -16,14 +16,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusters.services.system_nodes import is_system_node
+from clusters.system_nodes import is_system_node
 from jobs.spec.document import API_VERSION, DISPLAY_NAME, KIND, SHM_PATH, display_name, is_extended, pod_spec
 from jobs.spec.inventory import Inventory, NodeInfo
 from jobs.spec.layout import ROLE_ENV, display_role_of, main_container
 from jobs.spec.messages import ERROR, WARNING, Problem
 from jobs.spec.naming import head_service_name, task_name
 from jobs.spec.quantity import format_number, parse_quantity
+from jobs.spec.rlinf import plan
 from jobs.spec.selectors import SelectorError, matcher, parse_selector
+from storage.services import StorageError, image_host, match_registry
 
 JOB_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 TEMPLATE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -371,7 +373,6 @@ class _Validator:
 
     def registry(self, cpath: str, role: str, image: str) -> None:
         """Warn when the image's registry has no stored credentials and is not marked public (issue 8)."""
-        from storage.services import StorageError, image_host, match_registry
 
         try:
             reg = match_registry(image, self.inv.registries)
@@ -706,8 +707,6 @@ class _Validator:
                 self.add(kpath, "ssh_key_unknown")
 
     def rlinf(self, tasks: list, replicas_by_index: dict[int, int | None], workers: int) -> None:
-        from jobs.spec.rlinf import plan
-
         result = plan(self.rlinf_config)  # type: ignore[arg-type]
         for p in result.problems:
             self.problems.append(Problem(f"rlinf:{p.path}", p.code, p.params, ERROR, p.key))

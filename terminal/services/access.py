@@ -16,6 +16,7 @@ from django.contrib.sessions.backends.base import SessionBase
 from django.utils.module_loading import import_string
 
 from accounts.policy import can_view_job
+from jobs.models import Job
 
 CLOSE_AUTH = 4401
 CLOSE_PERMISSION = 4403
@@ -37,7 +38,6 @@ def check_job(user, job_name: str):
 
     Not-found and not-permitted get the same message so other users' job names do not leak.
     """
-    from jobs.models import Job
 
     if not getattr(user, "is_authenticated", False):
         raise AccessDenied(CLOSE_AUTH, "authentication required: please log in again")
@@ -61,7 +61,6 @@ def _session_alive(session_key: str | None) -> bool:
 def recheck(user_id: int | None, session_key: str | None, job_name: str) -> None:
     """Re-run the connect-time checks for a live socket; raises AccessDenied when access ended
     (logged out / session expired, user deactivated, job deleted or no longer visible)."""
-    from jobs.models import Job
 
     if user_id is None or not _session_alive(session_key):
         raise AccessDenied(CLOSE_AUTH, "session ended: please log in again")

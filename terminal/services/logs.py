@@ -31,7 +31,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from clusters.runtime.base import PodNotFound, Runtime, RuntimeError_
+from clusters.runtime.base import PodNotFound, Runtime, RuntimeFailure
+from jobs.models import Job, Pod
+from jobs.services import log_archive
 from terminal.services import ansi
 from terminal.services.runtimes import accepts, runtime_for
 
@@ -116,7 +118,6 @@ class LogTarget:
         """The archived full log of the current or previous instance, if one was kept (``main`` only)."""
         if not self.archive or self.container != "main":
             return None
-        from jobs.services import log_archive
 
         return log_archive.find("", self.pod, previous, base=Path(self.archive))
 
@@ -211,7 +212,6 @@ class LogBatch:
 
 def load_layout(job) -> Layout:
     """Tasks and recorded Pods of ``job`` (``jobs.models.Job``). Database access only."""
-    from jobs.models import Pod
 
     tasks = tuple(
         TaskRef(
@@ -234,7 +234,6 @@ def load_layout(job) -> Layout:
 
 def load_layout_named(job_name: str) -> Layout | None:
     """:func:`load_layout` for the job called ``job_name``; None if it was deleted."""
-    from jobs.models import Job
 
     job = Job.objects.filter(name=job_name).first()
     return load_layout(job) if job is not None else None
@@ -256,7 +255,7 @@ def resolve_targets(layout: Layout) -> tuple[list[LogTarget], list[str]]:
     for (_, namespace), refs in groups.items():
         try:
             pods = runtime_for(refs[0].cluster).list_pods(namespace, layout.job)
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             warnings.append(str(exc))
             continue
         answered.update(r.name for r in refs)
@@ -328,14 +327,12 @@ def _target(
 
 def _archive(job: str, pod: str) -> str:
     """The job's log archive directory (``jobs.services.log_archive.job_dir``)."""
-    from jobs.services import log_archive
 
     return str(log_archive.job_dir(job))
 
 
 def _file_chunks(path: Path, size: int = 64 * 1024) -> Iterator[bytes]:
     """An archived log's uncompressed bytes in chunks (constant memory)."""
-    from jobs.services import log_archive
 
     return log_archive.chunks(path, size)
 
@@ -390,7 +387,7 @@ def read_tail(
     """The last ``tail`` lines of the container instance and a cursor at its end.
 
     Reads the whole log once in constant memory (a deque of ``tail`` lines). Raises
-    PodNotFound when the Pod is gone and RuntimeError_(reason="not_found") when there is no
+    PodNotFound when the Pod is gone and RuntimeFailure(reason="not_found") when there is no
     previous instance.
     """
     if final is None:
@@ -523,7 +520,7 @@ def empty_state(target: LogTarget, previous: bool, error: Exception | None = Non
     """
     if isinstance(error, PodNotFound) or not target.exists:
         return "gone", f"Pod {target.pod} no longer exists; its logs are no longer available."
-    if previous and (not target.has_previous or (isinstance(error, RuntimeError_) and error.reason == "not_found")):
+    if previous and (not target.has_previous or (isinstance(error, RuntimeFailure) and error.reason == "not_found")):
         return "no-previous", f"{target.pod} has no previous container instance."
     if error is not None:
         return "error", f"error fetching logs: {error}"

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from clusters.runtime.base import Runtime
+from clusters.runtime.registry import get_runtime
 
 _factory: Callable[[Any], Runtime] | None = None
 
@@ -26,11 +27,10 @@ def use_runtime_factory(factory: Callable[[Any], Runtime] | None) -> None:
 def runtime_for(cluster) -> Runtime:
     """The runtime for ``cluster`` (a ``clusters.models.Cluster``).
 
-    Raises ``clusters.runtime.base.RuntimeError_`` when the cluster cannot be served.
+    Raises ``clusters.runtime.base.RuntimeFailure`` when the cluster cannot be served.
     """
     if _factory is not None:
         return _factory(cluster)
-    from clusters.runtime.registry import get_runtime  # built by the runtime owners
 
     return get_runtime(cluster)
 

@@ -9,7 +9,7 @@
   are drained before their connection is pooled, ``runtime._finish``); every call
   gets an explicit ``(connect, read)`` timeout (settings ``RLARK_K8S_CONNECT_TIMEOUT`` / ``RLARK_K8S_READ_TIMEOUT``,
   seconds, default 3 / 15).
-- :func:`translate` maps every failure to ``RuntimeError_`` with a reason and a message that never contains
+- :func:`translate` maps every failure to ``RuntimeFailure`` with a reason and a message that never contains
   credentials (only the API server address and the server's own error text).
 """
 
@@ -27,7 +27,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ProtocolError
 from urllib3.util.retry import Retry
 
-from clusters.runtime.base import PodNotFound, RuntimeError_
+from clusters.runtime.base import PodNotFound, RuntimeFailure
 
 
 class StaleConnectionRetry(Retry):
@@ -67,7 +67,7 @@ def _fingerprint(cluster: Any) -> tuple:
 def build_api_client(cluster: Any) -> k8s.ApiClient:
     """A fresh ApiClient for ``cluster`` (``.kubeconfig`` plain text YAML/JSON, ``.in_cluster``).
 
-    Raises RuntimeError_(reason="invalid") for a kubeconfig that cannot be parsed or has no usable context."""
+    Raises RuntimeFailure(reason="invalid") for a kubeconfig that cannot be parsed or has no usable context."""
     cfg = k8s.Configuration()
     cfg.retries = retries()
     try:
@@ -77,16 +77,16 @@ def build_api_client(cluster: Any) -> k8s.ApiClient:
         else:
             data = yaml.safe_load(cluster.kubeconfig or "")
             if not isinstance(data, dict):
-                raise RuntimeError_("the kubeconfig is not a YAML/JSON mapping", reason="invalid")
+                raise RuntimeFailure("the kubeconfig is not a YAML/JSON mapping", reason="invalid")
             api = k8s_config.new_client_from_config_dict(data, persist_config=False, client_configuration=cfg)
-    except RuntimeError_:
+    except RuntimeFailure:
         raise
     except k8s_config.ConfigException as exc:
-        raise RuntimeError_(f"invalid kubeconfig: {_first_line(str(exc))}", reason="invalid") from None
+        raise RuntimeFailure(f"invalid kubeconfig: {_first_line(str(exc))}", reason="invalid") from None
     except yaml.YAMLError:
-        raise RuntimeError_("invalid kubeconfig: not valid YAML", reason="invalid") from None
+        raise RuntimeFailure("invalid kubeconfig: not valid YAML", reason="invalid") from None
     except Exception as exc:  # bad base64 cert data, missing files ...
-        raise RuntimeError_(f"invalid kubeconfig: {type(exc).__name__}", reason="invalid") from None
+        raise RuntimeFailure(f"invalid kubeconfig: {type(exc).__name__}", reason="invalid") from None
     api.configuration.retries = retries()
     api.user_agent = "rlark-console"
     return api
@@ -130,39 +130,39 @@ def _is_timeout(exc: BaseException) -> bool:
     return "timeout" in text or "timed out" in text
 
 
-def translate(exc: BaseException, what: str = "", server: str = "") -> RuntimeError_:
-    """Map a client/transport exception to RuntimeError_ with a clear, credential-free message."""
+def translate(exc: BaseException, what: str = "", server: str = "") -> RuntimeFailure:
+    """Map a client/transport exception to RuntimeFailure with a clear, credential-free message."""
     where = f" at {server}" if server else ""
-    if isinstance(exc, RuntimeError_):
+    if isinstance(exc, RuntimeFailure):
         return exc
     if isinstance(exc, ApiException):
         status = exc.status or 0
         msg = api_message(exc)
         if status == 0:
             kind = "timed out" if _is_timeout(exc) else "connection failed"
-            return RuntimeError_(f"cannot reach the Kubernetes API server{where}: {kind}", reason="unreachable")
+            return RuntimeFailure(f"cannot reach the Kubernetes API server{where}: {kind}", reason="unreachable")
         if status == 401:
-            return RuntimeError_(
+            return RuntimeFailure(
                 f"the Kubernetes API server{where} rejected the credentials (401 Unauthorized)", reason="unauthorized"
             )
         if status == 403:
-            return RuntimeError_(f"forbidden{f' ({what})' if what else ''}: {msg}", reason="forbidden")
+            return RuntimeFailure(f"forbidden{f' ({what})' if what else ''}: {msg}", reason="forbidden")
         if status == 404:
             if what.startswith("pod "):
                 return PodNotFound(f"{what} not found")
-            return RuntimeError_(f"{what or 'object'} not found: {msg}", reason="not_found")
+            return RuntimeFailure(f"{what or 'object'} not found: {msg}", reason="not_found")
         if status == 409:
-            return RuntimeError_(f"conflict{f' ({what})' if what else ''}: {msg}", reason="conflict")
+            return RuntimeFailure(f"conflict{f' ({what})' if what else ''}: {msg}", reason="conflict")
         if status in (400, 415, 422):
-            return RuntimeError_(f"rejected by the Kubernetes API{f' ({what})' if what else ''}: {msg}", "invalid")
-        return RuntimeError_(f"Kubernetes API error {status}{where}: {msg}", reason="internal")
+            return RuntimeFailure(f"rejected by the Kubernetes API{f' ({what})' if what else ''}: {msg}", "invalid")
+        return RuntimeFailure(f"Kubernetes API error {status}{where}: {msg}", reason="internal")
     # urllib3 / socket level: refused, reset, DNS, timeouts
     import urllib3.exceptions as u3
 
     if isinstance(exc, u3.HTTPError | OSError | ConnectionError):
         if _is_timeout(exc):
-            return RuntimeError_(f"cannot reach the Kubernetes API server{where}: timed out", reason="unreachable")
+            return RuntimeFailure(f"cannot reach the Kubernetes API server{where}: timed out", reason="unreachable")
         text = str(exc).lower()
         kind = "connection refused" if "refused" in text else "connection failed"
-        return RuntimeError_(f"cannot reach the Kubernetes API server{where}: {kind}", reason="unreachable")
-    return RuntimeError_(f"Kubernetes client error{where}: {type(exc).__name__}", reason="internal")
+        return RuntimeFailure(f"cannot reach the Kubernetes API server{where}: {kind}", reason="unreachable")
+    return RuntimeFailure(f"Kubernetes client error{where}: {type(exc).__name__}", reason="internal")

@@ -1,7 +1,7 @@
 """``KubernetesRuntime``: the runtime interface over the official ``kubernetes`` client (issue 5).
 
 Everything goes through one ApiClient per cluster (``client.api_client_for``), every call carries a timeout
-and every failure becomes ``RuntimeError_`` (``client.translate``). Lists are read as raw JSON
+and every failure becomes ``RuntimeFailure`` (``client.translate``). Lists are read as raw JSON
 (``_preload_content=False``) so a 1000-pod list costs one ``json.loads``, not a model tree per pod.
 
 Objects are written with server-side apply (field manager ``rlark-console``, ``force=True``), so re-applying
@@ -23,6 +23,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream as k8s_stream
 
+from clusters.node_health import conditions_of, recent_warnings
 from clusters.runtime.base import (
     ContainerState,
     LogChunk,
@@ -31,13 +32,12 @@ from clusters.runtime.base import (
     PodInfo,
     PodNotFound,
     Runtime,
-    RuntimeError_,
+    RuntimeFailure,
     TaskManifest,
     WatchEvent,
 )
 from clusters.runtime.containers import from_pod as containers_of
 from clusters.runtime.kubernetes.client import api_client_for, server_url, timeouts, translate
-from clusters.services.node_health import conditions_of, recent_warnings
 from jobs.spec.quantity import parse_quantity
 
 logger = logging.getLogger("rlark.k8s")
@@ -246,7 +246,7 @@ class KubeExecStream:
 
     def write(self, data: bytes) -> None:
         if not self._ws.is_open():
-            raise RuntimeError_("the shell has exited", reason="not_found")
+            raise RuntimeFailure("the shell has exited", reason="not_found")
         self._ws.write_stdin(data if isinstance(data, bytes) else data.encode())
 
     def read(self, timeout: float = 0.1) -> bytes | None:
@@ -309,7 +309,7 @@ class KubernetesRuntime(Runtime):
         try:
             return json.loads(resp.data)
         except ValueError:
-            raise RuntimeError_(f"invalid JSON from the Kubernetes API ({what})", reason="internal") from None
+            raise RuntimeFailure(f"invalid JSON from the Kubernetes API ({what})", reason="internal") from None
         finally:
             resp.release_conn()
 
@@ -317,20 +317,20 @@ class KubernetesRuntime(Runtime):
         """Call ``fn`` for its effect (response not parsed); a 404 is fine (already gone)."""
         try:
             _finish(self._call(fn, *args, what=what, _preload_content=False, **kwargs))
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             if exc.reason != "not_found":
                 raise
 
     # ------------------------------------------------------------------ ping
     def ping(self) -> None:
-        """Reachable, credentials accepted, namespace present, every RBAC verb granted; else RuntimeError_ with
+        """Reachable, credentials accepted, namespace present, every RBAC verb granted; else RuntimeFailure with
         reason ``unreachable`` / ``unauthorized`` / ``namespace_missing`` / ``forbidden`` (missing verbs listed)."""
         ns = self.namespace
         try:
             self._call(self.core.read_namespace, ns, what=f"namespace {ns}")
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             if exc.reason == "not_found":
-                raise RuntimeError_(f'namespace "{ns}" does not exist in the cluster', reason="namespace_missing")
+                raise RuntimeFailure(f'namespace "{ns}" does not exist in the cluster', reason="namespace_missing")
             if exc.reason != "forbidden":
                 raise
             # cannot read namespaces: fall back to a namespaced list, which 404s... never; accept and go on
@@ -352,7 +352,7 @@ class KubernetesRuntime(Runtime):
                 full = f"{resource}/{sub}" if sub else resource
                 missing.append(f"{verb} {full}" + ("" if namespaced else " (cluster-wide)"))
         if missing:
-            raise RuntimeError_(
+            raise RuntimeFailure(
                 f'missing RBAC permissions in namespace "{ns}": ' + ", ".join(missing) + " (see deploy/rbac.yaml)",
                 reason="forbidden",
             )
@@ -411,7 +411,7 @@ class KubernetesRuntime(Runtime):
                 field_selector="involvedObject.kind=Node,type=Warning",
                 what="node events",
             )
-        except RuntimeError_ as exc:  # optional: never fail the node sync over events
+        except RuntimeFailure as exc:  # optional: never fail the node sync over events
             logger.debug("node events unavailable: %s", exc)
             return []
         return list(raw.get("items") or [])
@@ -438,7 +438,7 @@ class KubernetesRuntime(Runtime):
             "PersistentVolumeClaim": self.core.patch_namespaced_persistent_volume_claim,
         }.get(kind)
         if fn is None:
-            raise RuntimeError_(f"unsupported object kind {kind!r}", reason="invalid")
+            raise RuntimeFailure(f"unsupported object kind {kind!r}", reason="invalid")
         resp = self._call(
             fn,
             name,
@@ -471,7 +471,7 @@ class KubernetesRuntime(Runtime):
                 _preload_content=False,
             )
             _finish(resp)
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             if exc.reason == "not_found" and int(replicas) == 0:
                 return
             raise
@@ -666,7 +666,7 @@ class KubernetesRuntime(Runtime):
                             if obj.get("code") == 410:
                                 gone = True
                                 break
-                            raise RuntimeError_(f"watch failed: {obj.get('message')}", "internal")
+                            raise RuntimeFailure(f"watch failed: {obj.get('message')}", "internal")
                         rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
                         yield event.get("type", ""), obj, rv
                     if gone:
@@ -689,9 +689,9 @@ class KubernetesRuntime(Runtime):
             resp = self._call(
                 self.core.read_namespaced_pod_log, pod, namespace, what=f"pod {pod}", _preload_content=False, **kwargs
             )
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             if previous and exc.reason == "invalid" and "previous" in str(exc):
-                raise RuntimeError_(
+                raise RuntimeFailure(
                     f"pod {pod} has no previous instance of its main container (it has not restarted)",
                     reason="not_found",
                 ) from None
@@ -829,21 +829,21 @@ class KubernetesRuntime(Runtime):
             if exc.status == 0 and "Handshake status 404" in text:
                 raise PodNotFound(f"pod {pod} not found") from None
             if exc.status == 0 and "Handshake status 400" in text:
-                raise RuntimeError_(
+                raise RuntimeFailure(
                     f"pod {pod} is not running (its main container has not started)", "invalid"
                 ) from None
             if exc.status == 0 and "Handshake status 403" in text:
-                raise RuntimeError_(f"forbidden: exec into pod {pod} (create/get pods/exec)", "forbidden") from None
+                raise RuntimeFailure(f"forbidden: exec into pod {pod} (create/get pods/exec)", "forbidden") from None
             raise translate(exc, f"pod {pod}", self.server) from None
 
     def exec(self, namespace: str, pod: str, command: list[str] | None = None, container: str = MAIN) -> KubeExecStream:
-        """Interactive TTY in ``main``: ``command`` if given, else bash, then sh; RuntimeError_(NO_SHELL) when
+        """Interactive TTY in ``main``: ``command`` if given, else bash, then sh; RuntimeFailure(NO_SHELL) when
         neither exists. Raises PodNotFound when the pod is gone."""
         # Preflight with the usual timeouts (the websocket handshake itself has none): a gone Pod, a Pod that is
         # not running or an unreachable API server fail fast and clearly here.
         obj = self._json(self.core.read_namespaced_pod, pod, namespace, what=f"pod {pod}")
         if (obj.get("status") or {}).get("phase") != "Running":
-            raise RuntimeError_(f"pod {pod} is not running (phase {obj.get('status', {}).get('phase')})", "invalid")
+            raise RuntimeFailure(f"pod {pod} is not running (phase {obj.get('status', {}).get('phase')})", "invalid")
         if command:
             return KubeExecStream(self._open(namespace, pod, list(command), container=container), list(command))
         for shell in SHELLS:
@@ -859,7 +859,7 @@ class KubernetesRuntime(Runtime):
                         failed = True
                         if "not found" not in text and "no such file" not in text.lower():
                             ws.close()
-                            raise RuntimeError_(f"exec failed: {_status_message(text)}", reason="internal")
+                            raise RuntimeFailure(f"exec failed: {_status_message(text)}", reason="internal")
                     break
                 if ws.peek_channel(1) or ws.peek_channel(2) or not ws.is_open():
                     break
@@ -867,7 +867,7 @@ class KubernetesRuntime(Runtime):
                 ws.close()
                 continue
             return KubeExecStream(ws, [shell])
-        raise RuntimeError_(NO_SHELL, reason="not_found")
+        raise RuntimeFailure(NO_SHELL, reason="not_found")
 
     # ------------------------------------------------------------------ metrics
     def pod_metrics(self, namespace: str, job: str) -> dict[str, dict[str, float]] | None:
@@ -888,7 +888,7 @@ class KubernetesRuntime(Runtime):
                 label_selector=selector,
                 what="pod metrics",
             )
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             if exc.reason in ("not_found", "forbidden"):
                 return None
             raise

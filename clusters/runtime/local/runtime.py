@@ -1,11 +1,11 @@
 """``LocalRuntime``: the :class:`~clusters.runtime.base.Runtime` of a ``local`` cluster.
 
-A thin client of the local supervisor (``clusters.runtime.local.supervisor``), which owns the Worker
-processes; this object lives in the web and Celery processes and keeps no state of its own. Logs are
+A thin client of the local supervisor (``clusters.runtime.local.supervisor`` serving ``.supervision``), which owns
+the Worker processes; this object lives in the web and Celery processes and keeps no state of its own. Logs are
 read straight from the Pod's directory (``<root>/pods/<cluster>/<pod>/main[.previous].log``); exec
 enters the Worker's user+mount+PID+UTS namespaces with ``nsenter`` and runs ``bash -l`` on a PTY.
 
-Errors: :class:`RuntimeError_` with reason ``unreachable`` when the supervisor does not answer
+Errors: :class:`RuntimeFailure` with reason ``unreachable`` when the supervisor does not answer
 (``python manage.py local_supervisor`` is not running), ``not_found`` for unknown Tasks/Pods and
 missing previous logs (:class:`PodNotFound` for Pods), ``invalid``/``internal`` otherwise.
 """
@@ -37,10 +37,11 @@ from clusters.runtime.base import (
     PodInfo,
     PodNotFound,
     Runtime,
-    RuntimeError_,
+    RuntimeFailure,
     TaskManifest,
 )
-from clusters.runtime.local.supervisor import pod_dir, socket_path
+from clusters.runtime.local.scheduling import parse_quantity
+from clusters.runtime.local.supervision import pod_dir, socket_path
 
 CHUNK = 64 * 1024
 
@@ -150,7 +151,7 @@ class LocalRuntime(Runtime):
                         break
                     buf += chunk
         except (TimeoutError, FileNotFoundError, ConnectionRefusedError, OSError) as exc:
-            raise RuntimeError_(
+            raise RuntimeFailure(
                 f"the local runtime supervisor is not answering ({exc.__class__.__name__}); "
                 "start it with `python manage.py local_supervisor` (make run does)",
                 "unreachable",
@@ -158,9 +159,9 @@ class LocalRuntime(Runtime):
         try:
             answer = json.loads(buf)
         except ValueError as exc:
-            raise RuntimeError_("the local runtime supervisor sent an invalid answer", "internal") from exc
+            raise RuntimeFailure("the local runtime supervisor sent an invalid answer", "internal") from exc
         if not answer.get("ok"):
-            raise RuntimeError_(answer.get("error") or "local runtime error", answer.get("reason") or "internal")
+            raise RuntimeFailure(answer.get("error") or "local runtime error", answer.get("reason") or "internal")
         return answer.get("result")
 
     # ---- Runtime API -------------------------------------------------------------------------
@@ -205,7 +206,7 @@ class LocalRuntime(Runtime):
         """Supervisor's record of one Pod (``pid``, ``ns_pid``, ``env``, ``workdir``, ``dir``, ...)."""
         try:
             return self._call("pod_info", pod=pod)
-        except RuntimeError_ as exc:
+        except RuntimeFailure as exc:
             if exc.reason == "not_found":
                 raise PodNotFound(f"pod {pod} not found") from exc
             raise
@@ -215,7 +216,7 @@ class LocalRuntime(Runtime):
         path = pod_dir(self.root, self.name, pod) / ("main.previous.log" if previous else "main.log")
         if not path.exists():
             if previous:
-                raise RuntimeError_(f'previous terminated container "main" in pod "{pod}" not found', "not_found")
+                raise RuntimeFailure(f'previous terminated container "main" in pod "{pod}" not found', "not_found")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.touch()
         return path
@@ -243,7 +244,7 @@ class LocalRuntime(Runtime):
         info = self.pod_info(pod)
         ns_pid = info.get("ns_pid")
         if not ns_pid:
-            raise RuntimeError_(f"pod {pod} has no running container", "conflict")
+            raise RuntimeFailure(f"pod {pod} has no running container", "conflict")
         return LocalExecStream(ns_pid, info.get("env") or {}, info.get("workdir") or "/", command)
 
     def pod_metrics(self, namespace: str, job: str) -> dict[str, dict[str, float]] | None:
@@ -288,8 +289,6 @@ class LocalRuntime(Runtime):
 
 
 def _num(value: Any) -> float:
-    from clusters.runtime.local.scheduling import parse_quantity
-
     try:
         return parse_quantity(value)
     except (TypeError, ValueError):

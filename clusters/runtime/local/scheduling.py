@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from jobs.spec.quantity import parse_quantity as spec_parse_quantity
 from jobs.spec.selectors import matches
 
 UNLIMITED_IF_ABSENT = {"cpu", "memory", "ephemeral-storage", "pods"}
@@ -23,11 +24,7 @@ UNLIMITED_IF_ABSENT = {"cpu", "memory", "ephemeral-storage", "pods"}
 
 def parse_quantity(value: Any) -> float:
     """Kubernetes quantity -> number (cores, bytes, counts)."""
-    try:
-        from jobs.spec.quantity import parse_quantity as _parse
-    except ImportError:  # pragma: no cover - jobs.spec.quantity not present yet
-        return float(value)
-    return _parse(value)
+    return spec_parse_quantity(value)
 
 
 def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, float]:

@@ -9,12 +9,13 @@ import threading
 
 from django.core.management.base import BaseCommand
 
+from jobs.services.watcher import Watcher
+
 
 class Command(BaseCommand):
     help = "Watch every Kubernetes cluster's Pods and StatefulSets and sync the jobs they belong to at once."
 
     def handle(self, *args, **options):  # noqa: D102
-        from jobs.services.watcher import Watcher
 
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -1,0 +1,36 @@
+"""Mounts of a Task template: where a container path lives on the host (local runtime).
+
+Shared by the run check (output directories) and the metrics page (TensorBoard directory). The local runtime
+bind-mounts each ``hostPath`` volume at its ``mountPath`` (``clusters.runtime.local``), so a container path under
+such a mount has a host path; ``subPath`` is honoured and the longest covering mount wins.
+"""
+
+from __future__ import annotations
+
+import os
+
+from jobs.spec.layout import main_container
+
+
+def host_path_for(template: dict, container_path: str) -> str | None:
+    """Resolve a container path through the template's hostPath mounts (local runtime bind-mounts each
+    hostPath at its mountPath); None when no hostPath mount covers it."""
+    try:
+        volumes = template["kubernetes"]["workload"]["template"]["spec"].get("volumes") or []
+    except (KeyError, TypeError, AttributeError):
+        volumes = []
+    host = {v.get("name"): (v.get("hostPath") or {}).get("path") for v in volumes if isinstance(v, dict)}
+    best: tuple[int, str] | None = None
+    for mount in main_container(template).get("volumeMounts") or []:
+        mpath = str(mount.get("mountPath") or "").rstrip("/")
+        hpath = host.get(mount.get("name"))
+        if not hpath or not mpath:
+            continue
+        if container_path == mpath or container_path.startswith(mpath + "/"):
+            sub = str(mount.get("subPath") or "").strip("/")
+            base = os.path.join(hpath, sub) if sub else hpath
+            rest = container_path[len(mpath) :].lstrip("/")
+            candidate = os.path.join(base, rest) if rest else base
+            if best is None or len(mpath) > best[0]:
+                best = (len(mpath), candidate)
+    return best[1] if best else None
