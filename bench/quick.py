@@ -1,6 +1,6 @@
 """Short mode shared by every ``bench/`` script: ``--quick`` or ``RLARK_BENCH_QUICK=1``.
 
-A quick run exercises the same code paths as the full one on a small fleet, so CI (tests/test_bench_quick.py)
+A quick run exercises the same code paths as the full one on a small fleet, so CI (tests/console/test_bench_quick.py)
 runs every script and a script cannot rot; its figures are not the README's.
 """
 

@@ -4,7 +4,7 @@ directory on this machine), with the ``rlark-console`` ServiceAccount's RBAC. Co
 path: stdin, stdout, stderr) and with a PTY (window size) both work; another user's key is refused.
 
 Known kwok limit: its exec server reports no exit code, so exit codes are asserted on the local runtime
-(tests/test_ssh_bastion_local.py)."""
+(tests/sshgate/test_ssh_bastion_local.py)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ on its line or the line above with ``# local import: <reason>``.
 
 Usage: ``python -m tools.arch.count_local_imports [--list] [DIR ...]`` (default dirs: jobs clusters terminal).
 Prints ``<total> function-level imports of project modules (<n> without a reason)``; ``--list`` also prints
-``path:line: module [reason]`` for each. Exit status 0 always (the rule itself is tests/test_architecture.py).
+``path:line: module [reason]`` for each. Exit status 0 always (the rule itself is tests/console/test_architecture.py).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from jobs.models_metrics import MetricSample
 from jobs.services import controller, metrics
 from jobs.services.sync import sync_all_clusters
 from tests.fake_runtime import job_document
-from tests.test_sync_scale import HEAD_READY, MeteredRuntime
+from tests.jobs.test_sync_scale import HEAD_READY, MeteredRuntime
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.test_wizard_browser import login
+from tests.browser.test_wizard_browser import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 SHOTS = "/work/notes/shots/day"

@@ -1,13 +1,13 @@
 """Committed query-count baseline of every list and detail API endpoint and page (issue 17; docs/api-standards.md).
 
 Each URL is fetched twice (the first warms per-process caches) and the second GET's number of SQL queries is
-compared with ``tests/query_counts.json`` (one section per database vendor: SQLite locally, PostgreSQL in CI).
+compared with ``tests/console/query_counts.json`` (one section per database vendor: SQLite locally, PostgreSQL in CI).
 A count that grows fails the test; one that shrinks is reported, so the baseline can be lowered. Refresh it after
 a deliberate change with::
 
-    RLARK_UPDATE_QUERY_BASELINE=1 .venv/bin/pytest tests/test_query_baseline.py
+    RLARK_UPDATE_QUERY_BASELINE=1 .venv/bin/pytest tests/console/test_query_baseline.py
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test RLARK_UPDATE_QUERY_BASELINE=1 \\
-        .venv/bin/pytest tests/test_query_baseline.py
+        .venv/bin/pytest tests/console/test_query_baseline.py
 
 The world: one user's 3 jobs on a local cluster (one running, 3 Workers, with logs), a storage class, an image
 registry, an SSH key, a domain, an API token and audit events; pages as the owner, back office as staff.

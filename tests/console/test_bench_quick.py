@@ -17,7 +17,7 @@ import pytest
 
 from tools.k8s.controlplane import missing_binaries
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # script -> (markers, lines its output must contain, timeout in seconds)
 SCRIPTS = {

@@ -8,8 +8,8 @@ import pytest
 from playwright.sync_api import expect
 
 from terminal.testing import DemoConsole, demo_login
+from tests.browser.test_terminal_browser import type_line, wait_screen
 from tests.conftest import screenshot_dir
-from tests.test_terminal_browser import type_line, wait_screen
 
 pytestmark = [pytest.mark.browser]
 SHOTS = screenshot_dir()

@@ -12,7 +12,7 @@ from accounts.authentication import issue_token
 from sshgate import access, hostkeys, sessions
 from sshgate.cli import pick_worker, ssh_config_text
 from sshkeys.services import add_key
-from tests.test_job_pages import fake, running, submit  # noqa: F401  (fixture)
+from tests.jobs.test_job_pages import fake, running, submit  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
 

@@ -26,7 +26,7 @@ from tests.conftest import free_port
 from tests.fake_k8s.server import FakeKubernetes
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HOLD = 6.0  # seconds the hung API server holds each request
 
 SETUP = """

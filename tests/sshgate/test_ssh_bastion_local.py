@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from tests.conftest import ARTIFACTS, ROOT, free_port
-from tests.test_e2e_local import Api, wait_for
+from tests.e2e.test_e2e_local import Api, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray, pytest.mark.timeout(900)]
 

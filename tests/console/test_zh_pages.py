@@ -20,10 +20,10 @@ import pytest
 
 from jobs.models import Pod
 from jobs.spec.messages import MESSAGES
-from tests.test_metrics import job  # noqa: F401 - the fixture
+from tests.jobs.test_metrics import job  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Product terms written the same in both languages (upstream-rlark's own UI keeps them in English).
 TERMS = {
     "Worker",
@@ -184,7 +184,7 @@ def _pages(states) -> list[str]:
 
 
 def test_every_page_in_zh_has_no_english_ui_strings(client, admin_user, jobs_in_every_state, monkeypatch):
-    from tests.test_metrics import ReportingRuntime, use_runtime
+    from tests.jobs.test_metrics import ReportingRuntime, use_runtime
 
     use_runtime(monkeypatch, ReportingRuntime({}))
     strings = _english_strings()

@@ -14,7 +14,7 @@ from jobs.services.run_prefix import run_path, uses_run_id
 from jobs.services.runcheck import _run_output
 from jobs.spec.layout import main_container
 from jobs.spec.manifests import injected_env
-from tests.test_metrics import ReportingRuntime, job, use_runtime  # noqa: F401 - the fixture
+from tests.jobs.test_metrics import ReportingRuntime, job, use_runtime  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
 

@@ -12,9 +12,9 @@ import pytest
 from playwright.sync_api import expect
 
 from jobs.services import metrics as metrics_service
-from tests import test_diagnosis_browser
+from tests.browser import test_diagnosis_browser
+from tests.browser.test_diagnosis_browser import login, set_lang
 from tests.conftest import screenshot_dir
-from tests.test_diagnosis_browser import login, set_lang
 
 seeded = test_diagnosis_browser.seeded  # the fixture
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from rlark_console.apitime import normalise
 from sshkeys import services as ssh_services
-from tests.test_metrics import job  # noqa: F401 - the fixture
+from tests.jobs.test_metrics import job  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
 ISO = re.compile(r'"(\d{4}-\d\d-\d\dT\d\d:\d\d[^"]*)"')

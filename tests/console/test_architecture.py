@@ -21,7 +21,7 @@ import pytest
 
 from tools.arch import count_local_imports, graph
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from django.utils import timezone
 from jobs.models import Pod
 from jobs.services import metrics as metrics_service
 from jobs.services.headline import RAY_FORMING, job_headline
-from tests.test_metrics import job  # noqa: F401 - the fixture: header + worker, both Pods Running
+from tests.jobs.test_metrics import job  # noqa: F401 - the fixture: header + worker, both Pods Running
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.test_wizard_browser import at_step, login
+from tests.browser.test_wizard_browser import at_step, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 SHOTS = "/work/notes/shots/day"
