@@ -33,7 +33,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import os  # noqa: E402
+
 import websocket  # noqa: E402  (websocket-client)
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rlark_console.settings")
+import django  # noqa: E402
+
+django.setup()  # terminal.testing's runtimes load the models (the demo console itself is a subprocess)
 
 from bench.quick import quick_requested  # noqa: E402
 from terminal.demo import NS, PASSWORD  # noqa: E402

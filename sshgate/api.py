@@ -7,10 +7,13 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.policy import get_job_for, visible_jobs
+from jobs.models import Pod
 from sshgate import commands, hostkeys
 
 MAX_WORKERS = 5000  # bound of one answer (a staff user sees every job's Workers)
@@ -19,9 +22,21 @@ MAX_WORKERS = 5000  # bound of one answer (a staff user sees every job's Workers
 class SSHTargetsView(APIView):
     """The bastion and the caller's reachable Workers (authentication required, policy applied)."""
 
+    @extend_schema(
+        parameters=[OpenApiParameter("job", str, description="only this job's Workers")],
+        responses=inline_serializer(
+            "SSHTargets",
+            {
+                "user": serializers.CharField(),
+                "host": serializers.CharField(),
+                "port": serializers.IntegerField(),
+                "jump": serializers.CharField(),
+                "host_key_fingerprint": serializers.CharField(),
+                "workers": serializers.ListField(child=serializers.DictField()),
+            },
+        ),
+    )
     def get(self, request):
-        from jobs.models import Pod
-
         user = request.user
         name = request.query_params.get("job", "")
         jobs = [get_job_for(user, name)] if name else list(visible_jobs(user).filter(stopped=False))

@@ -16,12 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-import clusters.runtime.registry as registry
-from rlark_console.asgi import application
-from terminal.services.runtimes import use_runtime_factory
-from terminal.testing import PASSWORD, DirRuntime, seed_job
-
-NS = "rlark-jobs"
+from terminal.demo_users import NS, PASSWORD  # noqa: F401 - re-exported for the tests and bench/
 
 
 def _header(rank: int, role: str) -> str:
@@ -69,6 +64,11 @@ def main(argv: list[str] | None = None) -> None:
     django.setup()
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
+
+    from terminal import demo_app  # local import: it loads the models; the settings come from --dir, set above
+
+    registry, application = demo_app.registry, demo_app.application
+    use_runtime_factory, DirRuntime, seed_job = demo_app.use_runtime_factory, demo_app.DirRuntime, demo_app.seed_job
 
     call_command("migrate", verbosity=0, interactive=False)
     users = get_user_model().objects

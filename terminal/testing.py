@@ -33,8 +33,7 @@ from clusters.runtime.base import ContainerState, NodeInfo, PodInfo, PodNotFound
 from clusters.runtime.containers import ContainerInfo
 from jobs.models import Job, Pod, Task
 from rlark_console.asgi import application
-
-PASSWORD = "demo-pass-1"  # the demo console's user password (terminal.demo)
+from terminal.demo_users import PASSWORD
 
 
 class PtyExec:

@@ -169,6 +169,7 @@ def test_create_user_validates_the_password(admin_user):
 @pytest.mark.timeout(60)
 async def test_deactivation_closes_open_terminal_sessions_at_once(tmp_path, alice, admin_user, monkeypatch):
     from terminal.consumers import TerminalConsumer
+    from terminal.services import sessions
     from terminal.services.runtimes import use_runtime_factory
     from terminal.testing import DirRuntime, seed_job, session_cookie, ws_communicator
 
@@ -195,6 +196,8 @@ async def test_deactivation_closes_open_terminal_sessions_at_once(tmp_path, alic
                 texts.append(json.loads(msg["text"]))
         assert closed["code"] == 4401
         assert any(t.get("type") == "closing" and "account disabled" in t.get("reason", "") for t in texts)
+        await comm.wait(10)  # the consumer ends: the shell and its session record are gone, none left parked
+        assert not [s for s in sessions.active_sessions() if s.job == "demo"]
     finally:
         for stream in rt.execs:
             stream.close()

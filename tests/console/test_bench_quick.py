@@ -34,8 +34,22 @@ SCRIPTS = {
 NEEDS_POSTGRES = {"watch_latency.py"}
 
 
+# scripts that measure a console someone already runs (a Running Worker, a registered key): CI checks they start
+# and parse their arguments; their figures are taken by hand (README)
+AGAINST_A_RUNNING_CONSOLE = {"ssh.py"}
+
+
 def test_every_bench_script_is_covered():
-    assert sorted(p.name for p in (ROOT / "bench").glob("*.py") if p.name != "quick.py") == sorted(SCRIPTS)
+    scripts = sorted(p.name for p in (ROOT / "bench").glob("*.py") if p.name != "quick.py")
+    assert scripts == sorted({*SCRIPTS, *AGAINST_A_RUNNING_CONSOLE})
+
+
+@pytest.mark.parametrize("script", sorted(AGAINST_A_RUNNING_CONSOLE))
+def test_bench_script_against_a_running_console_starts(script):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0 and "usage:" in proc.stdout, proc.stdout + proc.stderr
 
 
 def bench_env(script: str) -> dict[str, str]:

@@ -154,8 +154,9 @@ def test_check_deploy_has_no_warnings_with_production_settings():
 def test_compose_describes_production_topology():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert {"postgres", "redis", "web", "worker", "beat"} <= set(services)
-    assert "daphne" in services["web"]["command"][0]
+    assert {"postgres", "redis", "web", "worker", "beat", "watcher", "ssh"} <= set(services)
+    assert services["web"]["command"][:3] == ["python", "manage.py", "serve_web"]  # daphne workers on one port
+    assert services["ssh"]["command"][:3] == ["python", "manage.py", "sshgate"]
     assert services["worker"]["command"][:4] == ["celery", "-A", "rlark_console", "worker"]
     assert services["beat"]["command"][3] == "beat"
     env = services["web"]["environment"]

@@ -25,6 +25,7 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.authentication import issue_token
 from clusters.models import Cluster, ImageRegistry
+from clusters.runtime import registry
 from domains.models import Domain
 from jobs.models import Job
 from jobs.services import controller, metrics
@@ -85,7 +86,7 @@ def world(monkeypatch, settings, tmp_path, alice, admin_user):
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.VAR_DIR = tmp_path
     runtime = FakeRuntime("alpha")
-    monkeypatch.setattr(controller, "runtime_for", lambda cluster: runtime)
+    monkeypatch.setattr(registry, "runtime_for", lambda cluster: runtime)
     monkeypatch.setattr(metrics, "SAMPLE_MIN_INTERVAL", 1e9)  # a page view never samples: counts stay stable
     cluster = Cluster.objects.create(name="alpha", runtime="local", namespace="ns", status="online")
     StorageClass.objects.create(cluster=cluster, name="oss", provider="kubernetes")

@@ -85,8 +85,8 @@ def test_html_list_counts_workers_of_the_page_only(client, fleet):
     assert len(task_queries) == 1, task_queries
     assert "GROUP BY" in task_queries[0] and " IN (" in task_queries[0]  # the page's job ids only
     newest = Job.objects.order_by("-created_at")[:10]
-    for job in newest:  # each row shows its own Workers: Running jobs 3/3, the others 0/3
-        expected = "3/3" if job.phase == Phase.RUNNING else "0/3"
+    for job in newest:  # each row shows its own Workers: Running 3/3 ready, Succeeded 3/3 completed, others 0/3
+        expected = "3/3" if job.phase in (Phase.RUNNING, Phase.SUCCEEDED) else "0/3"
         row = html[html.index(f'data-testid="job-row-{job.name}"') :]
         row = row[: row.index("</tr>")]
         assert f'data-testid="job-workers">{expected}<' in row, job.name

@@ -12,6 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from clusters.models import Cluster
+from clusters.runtime import registry
 from jobs.models import Job, Phase, Pod
 from jobs.models_metrics import MetricSample
 from jobs.services import controller, metrics
@@ -31,7 +32,7 @@ def alpha(monkeypatch, settings, tmp_path):
     settings.RLARK_SYNC_INTERVAL = 0
     fake = MeteredRuntime("alpha")
     Cluster.objects.create(name="alpha", runtime="local", namespace="ns-alpha", status="online")
-    monkeypatch.setattr(controller, "runtime_for", lambda cluster: fake)
+    monkeypatch.setattr(registry, "runtime_for", lambda cluster: fake)
     monkeypatch.setattr(metrics, "RING_SIZE", 2)  # rings fill in 3 cycles
     metrics._last_sync_sample.clear()
     return fake
