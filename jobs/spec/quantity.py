@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 _QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
@@ -24,13 +25,26 @@ _SUFFIX = {
 }
 
 
+# Kubernetes keeps a quantity as a 64-bit integer of its scale: anything beyond 2^63-1 is rejected by the API
+# server (resource.Quantity), and a bound keeps absurd values (``1e308``) out of messages and pages.
+MAX_QUANTITY = float(2**63 - 1)
+
+
 def parse_quantity(value) -> float:
-    """Parse a quantity; raises ``ValueError`` for anything Kubernetes would reject (or a bool/None)."""
+    """Parse a quantity; raises ``ValueError`` for anything Kubernetes would reject (or a bool/None), including a
+    value that is not finite or beyond :data:`MAX_QUANTITY` in magnitude."""
     if isinstance(value, bool) or value is None:
         raise ValueError(f"invalid quantity {value!r}")
     if isinstance(value, int | float):
-        return float(value)
-    return _parse_text(str(value))
+        number = float(value)
+    else:
+        text = str(value)
+        if len(text) > 64:
+            raise ValueError("invalid quantity: longer than 64 characters")
+        number = _parse_text(text)
+    if not math.isfinite(number) or abs(number) > MAX_QUANTITY:
+        raise ValueError(f"quantity out of range: {str(value)[:32]}")
+    return number
 
 
 @functools.lru_cache(maxsize=4096)

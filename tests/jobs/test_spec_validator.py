@@ -426,3 +426,19 @@ def test_offline_or_cordoned_nodes():
     assert result.valid and {p.code for p in result.warnings} == {"node_unschedulable"}
     next(n for n in inv.nodes if n.name == "gpu-0").unschedulable = True
     assert "node_selector_no_match" in run(base_doc(), inv).codes()
+
+
+def test_absurd_quantities_are_invalid_not_expanded():
+    """A GPU count of ``1e308`` (or a 20-digit memory) is beyond what Kubernetes stores (2^63-1): a clear
+    quantity_invalid, never a 309-digit number in the messages (found by a new user in the wizard)."""
+    from jobs.spec.quantity import parse_quantity
+
+    for bad in ("1e308", 1e308, float("inf"), "99999999999999999999E", "9" * 80):
+        with pytest.raises(ValueError):
+            parse_quantity(bad)
+    assert parse_quantity("8") == 8 and parse_quantity("512Gi") == 512 * 2**30
+    doc = base_doc()
+    container(doc, 1)["resources"]["requests"]["nvidia.com/gpu"] = "1e308"
+    result = run(doc)
+    assert "quantity_invalid" in result.codes()
+    assert not [p for p in result.problems if "0" * 30 in str(p)]
