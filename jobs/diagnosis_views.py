@@ -144,6 +144,7 @@ def metrics(request: HttpRequest, name: str) -> HttpResponse:
         {
             "m": data,
             "runtime": format_duration(data["runtimeSeconds"]),
+            "ended": job.finished_at is not None or job.stopped,  # "Ran for" once it ended (issue 14.9)
             "workers": workers,
             "charts": charts,
             "tb_reason": reasons.get(data["tensorboard"]["reason"], ""),

@@ -111,6 +111,12 @@ def test_runtime_without_metrics_shows_not_available(job, monkeypatch, client, a
         "job-worker-0": (None, None),
     }
     assert 124 <= api["runtimeSeconds"] <= 140
+    assert 'data-testid="runtime-label">Running for<' in page
+    job.finished_at = job.started_at + timedelta(seconds=90)
+    job.phase = "Succeeded"
+    job.save(update_fields=["finished_at", "phase"])
+    page = client.get(f"/jobs/{job.name}/metrics/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert 'data-testid="runtime-label">Ran for<' in page and '<b data-testid="runtime">1m 30s</b>' in page
 
 
 def test_metrics_page_and_api_show_runtime_values(job, monkeypatch, client, admin_user):
