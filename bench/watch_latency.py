@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rlark_console.settings")
 os.environ["RLARK_VAR_DIR"] = tempfile.mkdtemp(prefix="rlark-bench-watch-")
 os.environ["CELERY_TASK_ALWAYS_EAGER"] = "1"
+os.environ.pop("REDIS_URL", None)  # in-process: the POST reconciles at once (no Celery worker runs here)
 os.environ.setdefault("LOG_LEVEL", "ERROR")
 
 import django  # noqa: E402

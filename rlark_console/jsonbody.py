@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.utils.translation import gettext as _
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import JSONParser, MultiPartParser
 
 from rlark_console.jsontext import loads
 from rlark_console.nul import NUL_MESSAGE, has_nul
@@ -74,3 +74,14 @@ def flat_fields(data: Any, *, keep: tuple[str, ...] = ()) -> dict[str, Any]:
         else:  # an uploaded file of a multipart form
             out[key] = value
     return out
+
+
+class NulCheckingMultiPartParser(MultiPartParser):
+    """``multipart/form-data`` whose text fields carry no NUL (PostgreSQL cannot store U+0000): 400, never a 500.
+    File parts are left alone (their bytes are the user's data)."""
+
+    def parse(self, stream, media_type=None, parser_context=None):  # noqa: D102
+        parsed = super().parse(stream, media_type, parser_context)
+        if any("\x00" in key or "\x00" in value for key, values in parsed.data.lists() for value in values):
+            raise ParseError(_(NUL_MESSAGE))
+        return parsed

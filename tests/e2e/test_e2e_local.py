@@ -222,9 +222,9 @@ def test_demo_job_end_to_end(console_server, api, page, tmp_path):
     # --- point 5a: kill the web server mid-run: no state lost
     pids_before = job_pids(console_server)
     assert len(pids_before) == 3
-    web = child_pid(console_server, "daphne")
+    web = child_pid(console_server, "serve_web")  # the web tier (its daphne workers)
     os.killpg(web, signal.SIGKILL)
-    wait_for(lambda: child_pid_or_none(console_server, "daphne") not in (None, web), 30, "web server restart")
+    wait_for(lambda: child_pid_or_none(console_server, "serve_web") not in (None, web), 30, "web server restart")
     wait_for(lambda: _ok(api), 60, "API back")
     assert running_workers(api) and api.status()["phase"] == "Running"
     assert all(alive(procs) for procs in pids_before.values())  # the same Worker processes run on

@@ -99,6 +99,11 @@ def test_deeply_nested_job_json_is_a_400(alice):
         ("/api/v1/image-registries/", '{"name": "r\\u0000", "registry": "x.example"}', "application/json"),
         ("/api/v1/domains/?x=%00", '{"name": "d", "cidr": "10.9.0.0/16"}', "application/json"),
         ("/api/v1/tokens/", '{"name": "t\\u0000"}', "application/json"),
+        (
+            "/api/v1/tokens/",  # found by the schemathesis fuzz run on PostgreSQL
+            '--b\r\nContent-Disposition: form-data; name="name"\r\n\r\nt\x00k\r\n--b--\r\n',
+            "multipart/form-data; boundary=b",
+        ),
     ],
 )
 def test_nul_characters_are_a_400(admin_api, url, body, content_type):
