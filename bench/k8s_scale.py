@@ -70,7 +70,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from bench.quick import quick_defaults  # noqa: E402
+from bench.quick import quick_defaults, wait_for  # noqa: E402
 from tools.k8s.controlplane import ControlPlane, missing_binaries  # noqa: E402
 from tools.k8s.fleet import NodeSpec, add_nodes, console_kubeconfig  # noqa: E402
 
@@ -94,17 +94,6 @@ class Budget:
 
 def log(msg: str) -> None:
     print(f"[{time.monotonic() - T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
-
-
-def wait_for(check, timeout: float, what: str, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
 
 
 # --- documents and nodes ---------------------------------------------------------------------------------------

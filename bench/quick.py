@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 
 def quick_requested(argv: list[str] | None = None) -> bool:
@@ -22,3 +23,16 @@ def quick_defaults(parser, **small) -> None:
     parser.add_argument("--quick", action="store_true", help="short run on a small fleet (also RLARK_BENCH_QUICK=1)")
     if quick_requested():
         parser.set_defaults(**small)
+
+
+def wait_for(check, timeout: float, what: str, interval: float = 0.5):
+    """Poll ``check`` every ``interval`` s until it returns something truthy (returned); ``TimeoutError`` naming
+    ``what`` and the last value after ``timeout`` s. Shared by the bench scripts."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")

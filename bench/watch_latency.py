@@ -52,7 +52,7 @@ import yaml  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
-from bench.quick import quick_defaults  # noqa: E402
+from bench.quick import quick_defaults, wait_for  # noqa: E402
 from tools.k8s.controlplane import ControlPlane, missing_binaries  # noqa: E402
 from tools.k8s.fleet import add_nodes, console_kubeconfig, gpu_fleet  # noqa: E402
 
@@ -60,17 +60,6 @@ NAMESPACE = "rlark-watch"
 JOB = "watch-a"
 POD = f"{JOB}-header-0"
 UPSTREAM_POLL_S = 10.0  # upstream RLark's status poll (../shared/reference/upstream-rlark.md)
-
-
-def wait_for(check, timeout: float, what: str, interval: float = 0.02):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
 
 
 def pct(values: list[float], q: int) -> float:
@@ -168,9 +157,9 @@ def main() -> None:
             old = stored_uid()
             t0 = time.monotonic()
             cp.kubectl("-n", NAMESPACE, "delete", "pod", POD, "--wait=false")
-            new = wait_for(lambda old=old: (u := stored_uid()) and u != old and u, 30, "the new UID stored")
+            new = wait_for(lambda old=old: (u := stored_uid()) and u != old and u, 30, "the new UID stored", 0.02)
             console.append(time.monotonic() - t0)
-            plain.append(wait_for(lambda new=new: raw.seen.get(new), 10, "the raw watch event") - t0)
+            plain.append(wait_for(lambda new=new: raw.seen.get(new), 10, "the raw watch event", 0.02) - t0)
         lag = [c - r for c, r in zip(console, plain, strict=True)]
         c95, r95, l95 = pct(console, 95), pct(plain, 95), pct(lag, 95)
         print(f"watch latency over {rounds} Pod re-creations")
