@@ -114,9 +114,11 @@ class ClusterWatch(threading.Thread):
                     if event.type == "BOOKMARK":
                         self.bookmarks += 1
                     elif event.type == "RELIST":
+                        # The first list (the watcher just started) and every relist after 410 Gone: what changed
+                        # while nobody watched is unknown, so sync every job listed rather than wait for the
+                        # periodic resync.
                         self.relists += 1
-                        if self.relists > 1:  # after 410 Gone: what changed meanwhile is unknown, sync them all
-                            self.dispatcher.notify({job for job, _ in event.objects})
+                        self.dispatcher.notify({job for job, _ in event.objects})
                     else:
                         self.events += 1
                         self.dispatcher.notify({event.job})

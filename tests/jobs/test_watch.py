@@ -123,6 +123,36 @@ def test_a_pod_change_reaches_the_job_status_through_the_watch_alone(fake_k8s, s
             w.stop()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_change_made_before_the_watcher_started_arrives_with_its_first_list(fake_k8s, settings, alice, tmp_path):  # noqa: F811
+    """The watcher (re)starts after a Pod changed: its first list syncs the jobs it names, without waiting for the
+    periodic resync (found by bench/watch_latency.py: kwok made the Header Running before the watch opened)."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.VAR_DIR = tmp_path
+    settings.RLARK_K8S_READ_TIMEOUT = 5
+    fake_k8s.add_node("n0", {"kubernetes.io/hostname": "n0"}, {"cpu": 16, "memory": "64Gi"})
+    Cluster.objects.create(name="alpha", runtime="kubernetes", kubeconfig=yaml.safe_dump(fake_k8s.kubeconfig()))
+    job = Job.objects.create(name="early", owner=alice, spec=job_document("early", roles=[("header", True, 1)]))
+    controller.request_reconcile(job)
+    assert Pod.objects.get(name="early-header-0").phase == "Pending"
+    fake_k8s.set_pod(NS, "early-header-0", phase="Running", node="n0", ip="10.1.0.6")
+
+    watcher = Watcher(Dispatcher())
+    stop = threading.Event()
+    runner = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
+    runner.start()
+    try:
+        deadline = time.monotonic() + 10
+        while pod_phase("early-header-0") != "Running":  # no sync runs here, and no event follows the first list
+            assert time.monotonic() < deadline, "the first list did not sync the job"
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        runner.join(5)
+        for w in list(watcher.watches.values()):
+            w.stop()
+
+
 def test_runtimes_without_a_watch_are_left_to_the_periodic_sync(monkeypatch):
     cluster = Cluster(name="loc", runtime="local")
     watch = ClusterWatch(cluster, "pods", Dispatcher(sync=lambda names: None))
