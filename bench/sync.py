@@ -287,7 +287,8 @@ def job_bench(jobs: int, rounds: int) -> None:
 
             prof = cProfile.Profile()
             prof.runcall(cycle)
-            pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(30)
+            order = os.environ.get("RLARK_BENCH_PROFILE_SORT", "tottime")  # or cumulative
+            pstats.Stats(prof, stream=sys.stderr).sort_stats(order).print_stats(40)
         raw = statistics.median(raws)
         steady_time = statistics.median(t for t, _, _ in steady)
         steady_queries = steady[-1][1]

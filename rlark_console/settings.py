@@ -254,3 +254,4 @@ RLARK_K8S_READ_TIMEOUT = float(os.environ.get("RLARK_K8S_READ_TIMEOUT", "15"))
 # Kubernetes (which cannot report a log's size without reading it).
 RLARK_CLUSTER_SYNC_DEADLINE = float(os.environ.get("RLARK_CLUSTER_SYNC_DEADLINE", "5"))
 RLARK_LOG_PROBE_INTERVAL = float(os.environ.get("RLARK_LOG_PROBE_INTERVAL", "30"))
+RLARK_LOG_PROBES_PER_CYCLE = int(os.environ.get("RLARK_LOG_PROBES_PER_CYCLE", "100"))

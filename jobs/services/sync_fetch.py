@@ -21,6 +21,7 @@ import dataclasses
 import logging
 import threading
 import time
+import zlib
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 from typing import Any
@@ -50,6 +51,20 @@ def probe_interval() -> float:
     (Kubernetes; ``RLARK_LOG_PROBE_INTERVAL``, default 30). Targeted syncs (after an action, a watch event) and
     forced cycles read at once."""
     return float(getattr(settings, "RLARK_LOG_PROBE_INTERVAL", 30))
+
+
+def probes_per_cycle() -> int:
+    """At most this many periodic header probes per cluster and cycle (``RLARK_LOG_PROBES_PER_CYCLE``, default
+    100), the most overdue first; the rest wait for the next cycle. A steady cycle then reads a bounded number of
+    logs whatever the number of running jobs (issue 11); every header is still probed, later at fleet scale."""
+    return max(1, int(getattr(settings, "RLARK_LOG_PROBES_PER_CYCLE", 100)))
+
+
+def probe_due_after(key: str) -> float:
+    """Seconds after its last probe that the container ``key`` is due again: :func:`probe_interval` scaled by a
+    fixed factor in [0.5, 1.5) from the key, so headers first read together (a forced cycle, a console restart)
+    do not all come due in the same later cycle."""
+    return probe_interval() * (0.5 + zlib.crc32(key.encode()) / 2**32)
 
 
 @dataclasses.dataclass
@@ -263,8 +278,9 @@ def plan_log_reads(
 
     - a Worker whose container exited, restarted or finished: once per container state;
     - the header, until its run script's exit is known, when its log grew (runtimes that report sizes), else
-      every cycle until ``Ray cluster is ready`` and then every :func:`probe_interval` seconds (all at once on
-      a targeted or forced sync);
+      every cycle until ``Ray cluster is ready`` and then about every :func:`probe_interval` seconds
+      (:func:`probe_due_after`; at most :func:`probes_per_cycle` per cycle, the most overdue first; all at once
+      on a targeted or forced sync);
     - the header of a job one of whose Workers just exited (its run script is likely to end next).
     Nothing is read for stopped or finished jobs, or for Pods of an earlier attempt."""
     now = time.monotonic()
@@ -273,6 +289,7 @@ def plan_log_reads(
     out: list[tuple[TaskSnap, PodInfo, dict[str, Any]]] = []
     worker_exited_jobs: set[int] = set()
     heads: dict[int, tuple[TaskSnap, PodInfo, dict[str, Any]]] = {}
+    periodic: list[tuple[float, tuple[TaskSnap, PodInfo, dict[str, Any]]]] = []  # (seconds overdue, read)
     for name, infos in pods.items():
         snap = tasks[name]
         if not snap.active:
@@ -295,10 +312,13 @@ def plan_log_reads(
                     need = need or sizes.get(info.name, 0) != signals.get("size")
                 elif not signals.get("rayReady") or plan.probe_all:
                     need = True
-                elif now - probed.get(key, 0.0) >= probe_interval():
-                    need = True
+                elif (overdue := now - probed.get(key, 0.0) - probe_due_after(key)) >= 0 and not need:
+                    periodic.append((overdue, (snap, info, signals)))
+                    continue
             if need:
                 out.append((snap, info, signals))
+    periodic.sort(key=lambda item: -item[0])
+    out.extend(item for _, item in periodic[: probes_per_cycle()])
     chosen = {(s.task_id, i.name) for s, i, _ in out}
     for job_id in worker_exited_jobs:
         head = heads.get(job_id)

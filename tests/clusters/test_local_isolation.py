@@ -150,3 +150,54 @@ def test_var_dir_files_are_private(tmp_path):
     for entry in Path(settings.VAR_DIR).iterdir():
         if entry.is_file():
             assert entry.stat().st_mode & 0o077 == 0, entry
+
+
+SERVICE_PROBE = r"""
+import socket, sys
+def ask(port, data):
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(data)
+        return s.recv(200)
+if sys.argv[1] == "redis":
+    print("REDIS", ask(int(sys.argv[2]), b"PING\r\n").decode(errors="replace").strip())
+else:
+    import psycopg
+    try:
+        psycopg.connect(host="127.0.0.1", port=int(sys.argv[2]), user=sys.argv[3], dbname="postgres",
+                        connect_timeout=5).close()
+        print("POSTGRES CONNECTED")
+    except psycopg.OperationalError as exc:
+        print("POSTGRES REFUSED", str(exc).strip().splitlines()[-1])
+"""
+
+
+@pytest.mark.skipif(
+    not (os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL")),
+    reason="the console's PostgreSQL and Redis are what CI runs (DATABASE_URL, REDIS_URL)",
+)
+def test_a_worker_on_the_hosts_loopback_cannot_use_the_consoles_postgres_or_redis(sup):
+    """Local Workers share the host's loopback, where the console's PostgreSQL and Redis listen: without the
+    console's credentials (which no Worker gets: its environment is built from scratch) both refuse it."""
+    from urllib.parse import urlparse
+
+    db, redis = urlparse(os.environ["DATABASE_URL"]), urlparse(os.environ["REDIS_URL"])
+    assert db.hostname in ("127.0.0.1", "localhost") and redis.hostname in ("127.0.0.1", "localhost")
+    rt = sup.runtime(NODES)
+    rt.ping()
+    probe = f"\"$RLARK_LOCAL_PYTHON\" - {{}} <<'PY'\n{SERVICE_PROBE}\nPY\n"
+    command = [
+        "bash",
+        "-c",
+        'env | grep -ciE "DATABASE_URL|REDIS_URL|PASSWORD" | sed "s/^/LEAKED-VARS /"\n'
+        + probe.format(f"postgres {db.port or 5432} {db.username or 'postgres'}")
+        + probe.format(f"redis {redis.port or 6379}")
+        + "echo SERVICES-DONE; trap 'exit 0' TERM; sleep 600 & wait",
+    ]
+    rt.apply_task(manifest("svc", "header", head=True, command=command))
+    log = wait_for(
+        lambda: "SERVICES-DONE" in (t := rt.read_log("rlark-system", "svc-header-0")) and t, 60, what="service probes"
+    )
+    rt.delete_task("rlark-system", "svc-header")
+    assert "LEAKED-VARS 0" in log, log
+    assert "POSTGRES REFUSED" in log and "password" in log.lower(), log
+    assert "REDIS -NOAUTH" in log, log

@@ -28,7 +28,7 @@ import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import pytest
 import yaml
@@ -66,6 +66,7 @@ def psql(sql: str) -> None:
         check=True,
         timeout=60,
         capture_output=True,
+        env={**os.environ, "PGPASSWORD": unquote(url.password or "")},
     )
 
 
