@@ -135,6 +135,9 @@ class Pod(models.Model):
     reason = models.CharField(_("reason"), max_length=128, blank=True)
     message = models.TextField(_("message"), blank=True)
     container_state = models.JSONField(_("container state"), default=dict, blank=True)
+    # What the runtime last reported, hashed (``jobs.services.sync.fingerprint``): a steady sync cycle compares
+    # it with the new report and leaves the rows of unchanged running jobs unread (issue 11).
+    fingerprint = models.CharField(_("fingerprint"), max_length=32, blank=True, default="")
     restart_count = models.PositiveIntegerField(_("restarts"), default=0)
     exit_code = models.IntegerField(_("exit code"), null=True, blank=True)
     events = models.JSONField(_("events"), default=list, blank=True)

@@ -160,7 +160,10 @@ def test_compose_describes_production_topology():
     assert services["worker"]["command"][:4] == ["celery", "-A", "rlark_console", "worker"]
     assert services["beat"]["command"][3] == "beat"
     env = services["web"]["environment"]
-    assert env["REDIS_URL"].startswith("redis://redis:") and env["DATABASE_URL"].startswith("postgres://")
+    assert env["DATABASE_URL"].startswith("postgres://rlark:${POSTGRES_PASSWORD")
+    # Redis needs a password too: local-runtime Workers share a single-host install's network (issue 16)
+    assert env["REDIS_URL"].startswith("redis://:${REDIS_PASSWORD") and env["REDIS_URL"].endswith("@redis:6379/0")
+    assert "--requirepass" in services["redis"]["command"]
     # secrets come from the environment, never literals in the file
     assert env["RLARK_ENCRYPTION_KEY"].startswith("${") and env["RLARK_SECRET_KEY"].startswith("${")
     if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
@@ -169,7 +172,13 @@ def test_compose_describes_production_topology():
             cwd=ROOT,
             capture_output=True,
             text=True,
-            env={**os.environ, "POSTGRES_PASSWORD": "x", "RLARK_SECRET_KEY": "y", "RLARK_ENCRYPTION_KEY": "z"},
+            env={
+                **os.environ,
+                "POSTGRES_PASSWORD": "x",
+                "REDIS_PASSWORD": "r",
+                "RLARK_SECRET_KEY": "y",
+                "RLARK_ENCRYPTION_KEY": "z",
+            },
         )
         assert result.returncode == 0, result.stderr
 
