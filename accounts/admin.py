@@ -10,7 +10,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html_join
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_noop, ngettext
 
 from accounts import users
 from accounts.models import APIToken, AuditEvent
@@ -163,7 +163,8 @@ def _register_user_admin() -> None:
                 done, tokens = done + 1, tokens + result.tokens
             self.message_user(
                 request,
-                _("Deactivated %(n)d users; %(t)d API tokens revoked.") % {"n": done, "t": tokens},
+                ngettext("Deactivated %(n)d user;", "Deactivated %(n)d users;", done) % {"n": done}
+                + ngettext(" %(t)d API token revoked.", " %(t)d API tokens revoked.", tokens) % {"t": tokens},
                 messages.SUCCESS,
             )
             if queryset.filter(pk=request.user.pk).exists():
@@ -173,7 +174,10 @@ def _register_user_admin() -> None:
         def reactivate(self, request, queryset):
             for user in queryset:
                 users.reactivate_user(user, actor=request.user, request=request)
-            self.message_user(request, _("Reactivated %(n)d users.") % {"n": queryset.count()}, messages.SUCCESS)
+            n = queryset.count()
+            self.message_user(
+                request, ngettext("Reactivated %(n)d user.", "Reactivated %(n)d users.", n) % {"n": n}, messages.SUCCESS
+            )
 
         @admin.action(description=_("Reset passwords (shown once)"))
         def reset_passwords(self, request, queryset):

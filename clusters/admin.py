@@ -10,6 +10,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from accounts.audit import record
 from clusters import node_admin  # noqa: F401  (registers Node)
@@ -183,7 +184,8 @@ class ClusterAdmin(admin.ModelAdmin):
             result = node_sync.sync_cluster_nodes(cluster, force=True)
             level = messages.SUCCESS if result.ok else messages.ERROR
             text = (
-                _("%(name)s: %(n)d nodes") % {"name": cluster.name, "n": result.nodes}
+                ngettext("%(name)s: %(n)d node", "%(name)s: %(n)d nodes", result.nodes)
+                % {"name": cluster.name, "n": result.nodes}
                 if result.ok
                 else (f"{cluster.name}: {result.error}")
             )

@@ -22,7 +22,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path
-from django.utils.translation import get_language
+from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
@@ -542,11 +542,19 @@ def _import_rlinf(request, state: wz.WizardState, inv: UIInventory) -> dict[str,
     problems = _problem_rows(getattr(result, "problems", []) or [], lang)
     for p in problems:
         p["step"] = 1
-    notice = _("Imported %(n)d roles from the RLinf config (%(w)d workers = cluster.num_nodes %(nn)s).") % {
+    counts = {
         "n": len(state.roles),
         "w": sum(wz._int(r.replicas) for r in state.roles),
         "nn": getattr(result, "num_nodes", "?"),
     }
+    notice = (
+        ngettext("Imported %(n)d role from the RLinf config", "Imported %(n)d roles from the RLinf config", counts["n"])
+        % counts
+        + ngettext(
+            " (%(w)d worker = cluster.num_nodes %(nn)s).", " (%(w)d workers = cluster.num_nodes %(nn)s).", counts["w"]
+        )
+        % counts
+    )
     for warning in getattr(result, "warnings", []) or []:
         notice += " " + warning.message(lang)
     return {"notice": notice, "errors": problems}

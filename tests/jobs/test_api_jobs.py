@@ -225,9 +225,13 @@ def test_delete_failure_is_reported_and_job_kept(api, monkeypatch):
     assert api.post("/api/v1/jobs/", base_doc(), format="json").status_code == 201
 
     def fail(job, actor=None, request=None):
-        raise RuntimeFailure("cluster local unreachable")
+        raise RuntimeFailure("cannot reach the Kubernetes API server at https://k8s:6443: timed out", "unreachable")
 
     monkeypatch.setattr(controller, "delete", fail)
     r = api.delete("/api/v1/jobs/ppo-job/")
-    assert r.status_code == 503 and r.json()["detail"] == "删除失败：cluster local unreachable"
+    # the detail is one language (issue 14.7); the runtime's own words stay apart as the cause
+    assert r.status_code == 503 and r.json()["detail"] == "删除失败：无法连接集群。"
+    assert r.json()["code"] == "unreachable" and r.json()["cause"].startswith("cannot reach the Kubernetes API")
+    en = api.delete("/api/v1/jobs/ppo-job/", HTTP_ACCEPT_LANGUAGE="en").json()
+    assert en["detail"] == "Delete failed: the cluster cannot be reached."
     assert Job.objects.filter(name="ppo-job").exists()
