@@ -186,6 +186,13 @@ class Mode:
     RESTART = "restart"
 
 
+def _exists_message(exc: submission.JobExists) -> str:
+    """Says a job exists only when the user may see it; another user's job is only "not available" (no leak)."""
+    if exc.visible:
+        return _("A job named %(name)s already exists.") % {"name": exc.name}
+    return _("The name %(name)s is not available; choose another name.") % {"name": exc.name}
+
+
 def _page_context(
     request, state, *, mode, job=None, inv=None, errors=None, warnings=None, notice="", preview="", narrow=None
 ):
@@ -460,16 +467,9 @@ def _submit(request, state, document, mode, job, extra):
                 rlinf_config=state.rlinf_config,
                 request=request,
             )
-    except submission.JobExists:
+    except submission.JobExists as exc:
         state.step = 1
-        extra["errors"] = [
-            {
-                "path": "metadata.name",
-                "code": "job_exists",
-                "step": 1,
-                "message": _("A job named %(name)s already exists.") % {"name": state.name},
-            }
-        ]
+        extra["errors"] = [{"path": "metadata.name", "code": exc.code, "step": 1, "message": _exists_message(exc)}]
         return extra
     except submission.JobInvalid as exc:
         errors = _problem_rows(exc.result.errors, lang)
@@ -612,8 +612,7 @@ def yaml_job(request: HttpRequest) -> HttpResponse:
             try:
                 saved = submission.create_job(request.user, text)
             except submission.JobExists as exc:
-                message = _("A job named %(name)s already exists.") % {"name": exc.name}
-                ctx["errors"] = [{"path": "metadata.name", "code": "job_exists", "message": message}]
+                ctx["errors"] = [{"path": "metadata.name", "code": exc.code, "message": _exists_message(exc)}]
                 return render(request, "jobs/wizard_yaml.html", ctx, status=409)
             except submission.JobInvalid as exc:
                 ctx["errors"] = _problem_rows(exc.result.errors, lang)

@@ -110,7 +110,9 @@ class PlanSerializer(serializers.Serializer):
 
 ERRORS_400 = OpenApiResponse(ValidationSerializer, description="Invalid job: every problem at once")
 NOT_FOUND = OpenApiResponse(description="No such job, or not yours")
-CONFLICT = OpenApiResponse(description="A job with this name exists (code job_exists)")
+CONFLICT = OpenApiResponse(
+    description="The name is taken: code job_exists (a job you may see) or job_name_unavailable (another user's)"
+)
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------------
@@ -156,10 +158,11 @@ def invalid_response(result, document: dict | None = None, code: int = status.HT
     return Response(body, status=code)
 
 
-def exists_response(name: str) -> Response:
-    problem = Problem("metadata.name", "job_exists", {"name": name})
+def exists_response(exc: submission.JobExists) -> Response:
+    """409 ``job_exists`` for a job the user may see, ``job_name_unavailable`` for another user's (no leak)."""
+    problem = Problem("metadata.name", exc.code, {"name": exc.name})
     return Response(
-        {"valid": False, "errors": [problem.to_dict(lang())], "warnings": [], "code": "job_exists"},
+        {"valid": False, "errors": [problem.to_dict(lang())], "warnings": [], "code": exc.code},
         status=status.HTTP_409_CONFLICT,
     )
 
@@ -268,7 +271,7 @@ class JobListView(APIView):
             document = normalize(body) if isinstance(body, dict) else None
             return invalid_response(exc.result, document)
         except submission.JobExists as exc:
-            return exists_response(exc.name)
+            return exists_response(exc)
         return Response(job_detail(job), status=status.HTTP_201_CREATED)
 
 
@@ -398,7 +401,7 @@ class JobCloneView(APIView):
         except submission.JobInvalid as exc:
             return invalid_response(exc.result, document)
         except submission.JobExists as exc:
-            return exists_response(exc.name)
+            return exists_response(exc)
         return Response(job_detail(job), status=status.HTTP_201_CREATED)
 
 
