@@ -12,7 +12,7 @@ from django.utils.html import format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop, ngettext
 
-from accounts import users
+from accounts import permission_labels, users
 from accounts.models import APIToken, AuditEvent
 from rlark_console.redirects import safe_next
 
@@ -129,6 +129,12 @@ def _register_user_admin() -> None:
         actions = ["deactivate", "reactivate", "reset_passwords"]
         readonly_fields = [*getattr(base, "readonly_fields", ()), "user_jobs"]
 
+        def formfield_for_manytomany(self, db_field, request, **kwargs):
+            field = super().formfield_for_manytomany(db_field, request, **kwargs)
+            if db_field.name == "user_permissions":
+                permission_labels.localize_field(field)
+            return field
+
         def get_fieldsets(self, request, obj=None):
             fieldsets = list(super().get_fieldsets(request, obj))
             if obj is not None:
@@ -193,6 +199,24 @@ def _register_user_admin() -> None:
     if user_model in admin.site._registry:
         admin.site.unregister(user_model)
     admin.site.register(user_model, ConsoleUserAdmin)
+
+    from django.contrib.auth.admin import GroupAdmin
+    from django.contrib.auth.models import Group
+
+    group_base = type(admin.site._registry.get(Group)) if Group in admin.site._registry else GroupAdmin
+
+    class ConsoleGroupAdmin(group_base):
+        """Groups with their permission picker in the page's language (accounts.permission_labels)."""
+
+        def formfield_for_manytomany(self, db_field, request, **kwargs):
+            field = super().formfield_for_manytomany(db_field, request, **kwargs)
+            if db_field.name == "permissions":
+                permission_labels.localize_field(field)
+            return field
+
+    if Group in admin.site._registry:
+        admin.site.unregister(Group)
+    admin.site.register(Group, ConsoleGroupAdmin)
 
 
 _register_user_admin()
