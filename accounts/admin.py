@@ -10,9 +10,9 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html_join
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_noop, ngettext
 
-from accounts import users
+from accounts import permission_labels, users
 from accounts.models import APIToken, AuditEvent
 from rlark_console.redirects import safe_next
 
@@ -129,6 +129,12 @@ def _register_user_admin() -> None:
         actions = ["deactivate", "reactivate", "reset_passwords"]
         readonly_fields = [*getattr(base, "readonly_fields", ()), "user_jobs"]
 
+        def formfield_for_manytomany(self, db_field, request, **kwargs):
+            field = super().formfield_for_manytomany(db_field, request, **kwargs)
+            if db_field.name == "user_permissions":
+                permission_labels.localize_field(field)
+            return field
+
         def get_fieldsets(self, request, obj=None):
             fieldsets = list(super().get_fieldsets(request, obj))
             if obj is not None:
@@ -163,7 +169,8 @@ def _register_user_admin() -> None:
                 done, tokens = done + 1, tokens + result.tokens
             self.message_user(
                 request,
-                _("Deactivated %(n)d users; %(t)d API tokens revoked.") % {"n": done, "t": tokens},
+                ngettext("Deactivated %(n)d user;", "Deactivated %(n)d users;", done) % {"n": done}
+                + ngettext(" %(t)d API token revoked.", " %(t)d API tokens revoked.", tokens) % {"t": tokens},
                 messages.SUCCESS,
             )
             if queryset.filter(pk=request.user.pk).exists():
@@ -173,7 +180,10 @@ def _register_user_admin() -> None:
         def reactivate(self, request, queryset):
             for user in queryset:
                 users.reactivate_user(user, actor=request.user, request=request)
-            self.message_user(request, _("Reactivated %(n)d users.") % {"n": queryset.count()}, messages.SUCCESS)
+            n = queryset.count()
+            self.message_user(
+                request, ngettext("Reactivated %(n)d user.", "Reactivated %(n)d users.", n) % {"n": n}, messages.SUCCESS
+            )
 
         @admin.action(description=_("Reset passwords (shown once)"))
         def reset_passwords(self, request, queryset):
@@ -189,6 +199,24 @@ def _register_user_admin() -> None:
     if user_model in admin.site._registry:
         admin.site.unregister(user_model)
     admin.site.register(user_model, ConsoleUserAdmin)
+
+    from django.contrib.auth.admin import GroupAdmin
+    from django.contrib.auth.models import Group
+
+    group_base = type(admin.site._registry.get(Group)) if Group in admin.site._registry else GroupAdmin
+
+    class ConsoleGroupAdmin(group_base):
+        """Groups with their permission picker in the page's language (accounts.permission_labels)."""
+
+        def formfield_for_manytomany(self, db_field, request, **kwargs):
+            field = super().formfield_for_manytomany(db_field, request, **kwargs)
+            if db_field.name == "permissions":
+                permission_labels.localize_field(field)
+            return field
+
+    if Group in admin.site._registry:
+        admin.site.unregister(Group)
+    admin.site.register(Group, ConsoleGroupAdmin)
 
 
 _register_user_admin()

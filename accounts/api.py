@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from accounts import services
 from accounts.models import APIToken, AuditEvent
+from rlark_console import apierrors
 from rlark_console.pagination import ConsolePagination
 
 
@@ -32,7 +33,7 @@ class TokenListView(APIView):
         try:
             token, key = services.create_token(request.user, str(request.data.get("name", "")), request)
         except ValueError:
-            return Response({"code": "invalid", "detail": {"name": ["This field is required."]}}, status=400)
+            return Response(apierrors.required("name"), status=400)
         return Response({**TokenSerializer(token).data, "key": key}, status=status.HTTP_201_CREATED)
 
 
@@ -45,7 +46,7 @@ class TokenDetailView(APIView):
         try:
             services.revoke_token(request.user, pk, request)
         except APIToken.DoesNotExist:
-            return Response({"detail": "not found"}, status=status.HTTP_404_NOT_FOUND)
+            return Response(apierrors.not_found(), status=status.HTTP_404_NOT_FOUND)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 from django.http import Http404
+from django.utils.translation import gettext as _
 
 from jobs.models import Job
 
@@ -37,7 +38,7 @@ def get_job_for(user, name: str) -> Job:
     """The job called ``name`` if ``user`` may see it; raises ``Http404`` otherwise."""
     job = Job.objects.filter(name=name).select_related("owner").first()
     if job is None or not can_view_job(user, job):
-        raise Http404("job not found")
+        raise Http404(_("Job not found."))  # the API's 404 detail, in the request's language
     return job
 
 

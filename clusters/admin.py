@@ -10,11 +10,12 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from accounts.audit import record
 from clusters import node_admin  # noqa: F401  (registers Node)
 from clusters.models import Cluster, ImageRegistry
-from clusters.services import cluster_profile, node_sync
+from clusters.services import cluster_contents, cluster_profile, node_sync
 from clusters.services.registration import RegistrationError, normalise_kubeconfig, test_connection
 
 
@@ -132,13 +133,20 @@ class ClusterAdmin(admin.ModelAdmin):
     def offline_periods(self, obj):
         return cluster_profile.offline_periods_html(obj)
 
+    def _contents(self, obj):
+        """The cluster's namespaces and StorageClasses, read once per page (two fields show them)."""
+        cached = getattr(obj, "_rl_contents", None)
+        if cached is None:
+            cached = obj._rl_contents = cluster_contents.contents(obj)
+        return cached
+
     @admin.display(description=_("namespaces"))
     def namespaces(self, obj):
-        return cluster_profile.namespaces_html(obj)
+        return cluster_profile.namespaces_html(self._contents(obj)[0])
 
     @admin.display(description=_("storage classes"))
     def storage_classes(self, obj):
-        return cluster_profile.storage_classes_html(obj)
+        return cluster_profile.storage_classes_html(self._contents(obj)[1])
 
     @admin.display(description=_("images on its nodes"))
     def images(self, obj):
@@ -176,7 +184,8 @@ class ClusterAdmin(admin.ModelAdmin):
             result = node_sync.sync_cluster_nodes(cluster, force=True)
             level = messages.SUCCESS if result.ok else messages.ERROR
             text = (
-                _("%(name)s: %(n)d nodes") % {"name": cluster.name, "n": result.nodes}
+                ngettext("%(name)s: %(n)d node", "%(name)s: %(n)d nodes", result.nodes)
+                % {"name": cluster.name, "n": result.nodes}
                 if result.ok
                 else (f"{cluster.name}: {result.error}")
             )

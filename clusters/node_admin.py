@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from clusters.models import Node
 from clusters.node_health import problems
@@ -260,7 +261,11 @@ class NodeAdmin(admin.ModelAdmin):
                 else:
                     self.message_user(
                         request,
-                        _("Metadata changed on %(n)d nodes (%(same)d already had it).")
+                        ngettext(
+                            "Metadata changed on %(n)d node (%(same)d already had it).",
+                            "Metadata changed on %(n)d nodes (%(same)d already had it).",
+                            result.changed,
+                        )
                         % {"n": result.changed, "same": result.unchanged},
                         messages.SUCCESS,
                     )
@@ -292,7 +297,11 @@ class NodeAdmin(admin.ModelAdmin):
             except RuntimeFailure as exc:
                 self.message_user(request, f"{node.cluster.name}/{node.name}: {exc}", messages.ERROR)
         if done:
-            msg = _("Cordoned %(n)d nodes.") if value else _("Uncordoned %(n)d nodes.")
+            msg = (
+                ngettext("Cordoned %(n)d node.", "Cordoned %(n)d nodes.", done)
+                if value
+                else ngettext("Uncordoned %(n)d node.", "Uncordoned %(n)d nodes.", done)
+            )
             self.message_user(request, msg % {"n": done}, messages.SUCCESS)
 
     @admin.action(description=_("Cordon (no new Workers; running ones keep running)"))

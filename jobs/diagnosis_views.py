@@ -26,6 +26,7 @@ from jobs.services import diagnosis as diagnosis_service
 from jobs.services import metrics as metrics_service
 from jobs.services import pending as pending_service
 from jobs.services import runcheck as runcheck_service
+from jobs.services.headline import worker_phase, worker_phase_label
 from jobs.services.metric_charts import metric_chart_context
 from jobs.services.status import format_duration
 
@@ -47,9 +48,12 @@ def diagnosis(request: HttpRequest, name: str) -> HttpResponse:
     result = diagnosis_service.diagnose_job(job)
     reasons = pending_service.job_pending_reasons(job)
     context = _base(request, job, "diagnosis")
+    diag = result.to_dict(lang)
+    for w in diag.get("workers") or []:  # the same name for a finished Worker as every other tab
+        w["phase_label"] = worker_phase_label(worker_phase(job, w.get("phase") or "")) if w.get("phase") else ""
     context.update(
         {
-            "diag": result.to_dict(lang),
+            "diag": diag,
             "pending": {role: [r.to_dict(lang) for r in items] for role, items in reasons.items() if items},
             "show_pending": job.phase in ("Pending", "Running") and not job.stopped,
         }
@@ -123,6 +127,7 @@ def metrics(request: HttpRequest, name: str) -> HttpResponse:
         workers.append(
             {
                 "w": w,
+                "phase_label": worker_phase_label(w.phase),  # already the shown phase (metrics.worker_metrics)
                 "age": format_duration(w.age_seconds),
                 "cpu": None if w.cpu is None else f"{w.cpu:.2f}",
                 "memory": metrics_service.format_bytes(w.memory),

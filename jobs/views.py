@@ -29,7 +29,7 @@ from clusters.models import Node
 from clusters.runtime.base import RuntimeFailure
 from jobs.models import Job, Phase, Pod
 from jobs.services import controller, log_archive
-from jobs.services.headline import job_headline, worker_phase
+from jobs.services.headline import job_headline, worker_phase, worker_phase_label
 from jobs.services.job_list import WorkerCounts, worker_counts
 from jobs.services.pending import job_pending_reasons
 from jobs.services.status import (
@@ -186,13 +186,12 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
     if workers:
         clusters = {t.cluster_id for t in tasks}
         nodes = {n.name: n for n in Node.objects.filter(cluster_id__in=clusters)}
-    labels = dict(Phase.choices)
     for w in workers:
         node = nodes.get(w["node"])
         w["node_category"] = node.category if node else ""
         w["phase"] = worker_phase(job, w["phase"])  # a Succeeded job's Workers are Completed, not Stopped
         w["ready"] = w["ready"] and not headline.ended
-        w["phase_label"] = labels.get(w["phase"], _("Completed") if w["phase"] == "Completed" else w["phase"])
+        w["phase_label"] = worker_phase_label(w["phase"])
     summary = _spec_summary(job)
     clusters = sorted({t.cluster.name for t in tasks}) or sorted({r["cluster"] for r in summary["roles"]})
     return {

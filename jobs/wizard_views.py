@@ -22,7 +22,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path
-from django.utils.translation import get_language
+from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
@@ -186,6 +186,13 @@ class Mode:
     RESTART = "restart"
 
 
+def _exists_message(exc: submission.JobExists) -> str:
+    """Says a job exists only when the user may see it; another user's job is only "not available" (no leak)."""
+    if exc.visible:
+        return _("A job named %(name)s already exists.") % {"name": exc.name}
+    return _("The name %(name)s is not available; choose another name.") % {"name": exc.name}
+
+
 def _page_context(
     request, state, *, mode, job=None, inv=None, errors=None, warnings=None, notice="", preview="", narrow=None
 ):
@@ -215,7 +222,14 @@ def _page_context(
         {"name": c.name, "status": c.status, "status_label": c.get_status_display(), "kind": inv.cluster_kind(c)}
         for c in inv.clusters
     ]
-    step_errors = [e for e in (errors or []) if e["step"] == state.step]
+    names = {r["i"]: r["role"].name or "?" for r in roles}
+    step_errors = []
+    for e in errors or []:
+        if e["step"] == state.step:
+            index = wz.task_index(e["path"])
+            step_errors.append({**e, "role": names.get(index, "") if index != state.active_role else ""})
+    # the role being edited (and problems of no role) first, then the other roles in order
+    step_errors.sort(key=lambda e: (1 if e["role"] else 0, wz.task_index(e["path"]) or 0))
     titles = {
         Mode.CREATE: (_("NEW JOB"), _("Create job"), _("Submit Job")),
         Mode.EDIT: (_("EDIT JOB"), _("Edit Job"), _("Save Changes")),
@@ -431,9 +445,8 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
             first = first or next(iter(role_errors), None)
             if state.step == 2 and first is not None:
                 state.active_role = wz.task_index(first["path"])
-            if name != "submit" and state.step == 2:
-                # Until the user submits, only the role being edited shows its problems (issue 14.10).
-                blocking = [e for e in blocking if wz.task_index(e["path"]) in (None, state.active_role)]
+            # Every problem at once (the fresh-clone trial: errors hid behind the first one); the page opens the
+            # role being edited and lists its problems first (issue 14.10), each other role's under its name.
             extra.update(errors=blocking, warnings=warnings)
             return extra
         if target == 2 and state.step != 2:
@@ -460,16 +473,9 @@ def _submit(request, state, document, mode, job, extra):
                 rlinf_config=state.rlinf_config,
                 request=request,
             )
-    except submission.JobExists:
+    except submission.JobExists as exc:
         state.step = 1
-        extra["errors"] = [
-            {
-                "path": "metadata.name",
-                "code": "job_exists",
-                "step": 1,
-                "message": _("A job named %(name)s already exists.") % {"name": state.name},
-            }
-        ]
+        extra["errors"] = [{"path": "metadata.name", "code": exc.code, "step": 1, "message": _exists_message(exc)}]
         return extra
     except submission.JobInvalid as exc:
         errors = _problem_rows(exc.result.errors, lang)
@@ -542,11 +548,19 @@ def _import_rlinf(request, state: wz.WizardState, inv: UIInventory) -> dict[str,
     problems = _problem_rows(getattr(result, "problems", []) or [], lang)
     for p in problems:
         p["step"] = 1
-    notice = _("Imported %(n)d roles from the RLinf config (%(w)d workers = cluster.num_nodes %(nn)s).") % {
+    counts = {
         "n": len(state.roles),
         "w": sum(wz._int(r.replicas) for r in state.roles),
         "nn": getattr(result, "num_nodes", "?"),
     }
+    notice = (
+        ngettext("Imported %(n)d role from the RLinf config", "Imported %(n)d roles from the RLinf config", counts["n"])
+        % counts
+        + ngettext(
+            " (%(w)d worker = cluster.num_nodes %(nn)s).", " (%(w)d workers = cluster.num_nodes %(nn)s).", counts["w"]
+        )
+        % counts
+    )
     for warning in getattr(result, "warnings", []) or []:
         notice += " " + warning.message(lang)
     return {"notice": notice, "errors": problems}
@@ -604,8 +618,7 @@ def yaml_job(request: HttpRequest) -> HttpResponse:
             try:
                 saved = submission.create_job(request.user, text)
             except submission.JobExists as exc:
-                message = _("A job named %(name)s already exists.") % {"name": exc.name}
-                ctx["errors"] = [{"path": "metadata.name", "code": "job_exists", "message": message}]
+                ctx["errors"] = [{"path": "metadata.name", "code": exc.code, "message": _exists_message(exc)}]
                 return render(request, "jobs/wizard_yaml.html", ctx, status=409)
             except submission.JobInvalid as exc:
                 ctx["errors"] = _problem_rows(exc.result.errors, lang)

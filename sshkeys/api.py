@@ -7,6 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from rlark_console import apierrors
 from sshkeys import batch, services
 from sshkeys.models import SSHPublicKey
 
@@ -93,12 +94,12 @@ class SSHKeyDetailView(APIView):
     def get(self, request, pk: int):
         key = self._get(request, pk)
         if key is None:
-            return Response({"detail": "not found"}, status=status.HTTP_404_NOT_FOUND)
+            return Response(apierrors.not_found(), status=status.HTTP_404_NOT_FOUND)
         return Response(SSHKeySerializer(key).data)
 
     def delete(self, request, pk: int):
         key = self._get(request, pk)
         if key is None:
-            return Response({"detail": "not found"}, status=status.HTTP_404_NOT_FOUND)
+            return Response(apierrors.not_found(), status=status.HTTP_404_NOT_FOUND)
         services.delete_key(request.user, key, request)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
@@ -39,6 +40,7 @@ from clusters.services.registration import RegistrationError, register_cluster, 
 from clusters.services.rotation import rotate_credentials
 from clusters.system_nodes import show_system_nodes
 from jobs.spec.selectors import SelectorError
+from rlark_console import apierrors
 from rlark_console.jsonbody import flat_fields
 
 
@@ -191,7 +193,8 @@ class NodeCordonView(APIView):
         try:
             set_cordon(node, self.cordon, actor=request.user, request=request)
         except RuntimeFailure as exc:
-            return Response({"code": exc.reason, "detail": str(exc)}, status=status.HTTP_502_BAD_GATEWAY)
+            action = _("Cordon") if self.cordon else _("Uncordon")
+            return Response(apierrors.runtime_failure(exc, action), status=status.HTTP_502_BAD_GATEWAY)
         return Response(node_summary(node))
 
 

@@ -68,6 +68,21 @@ class NodeInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class StorageClassInfo:
+    """A StorageClass as the cluster itself reports it (issue 15 point 6).
+
+    Kubernetes: ``storage.k8s.io/v1`` StorageClass (``provisioner``; ``default`` from the annotation
+    ``storageclass.kubernetes.io/is-default-class``). Local runtime: a directory ``storage/<cluster>/<class>/``
+    of its state root, ``claims`` = the claim directories in it (``None`` where the runtime does not count them).
+    """
+
+    name: str
+    provisioner: str = ""
+    default: bool = False
+    claims: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class ContainerState:
     """State of the ``main`` container of a Pod.
 
@@ -277,6 +292,17 @@ class Runtime(abc.ABC):
         StatefulSet whose Pods the cluster refuses to create (ResourceQuota), a claim that cannot be provisioned.
         Runtimes without such objects return ``{}``. Raises RuntimeFailure when the cluster cannot be read."""
         return {}
+
+    def list_namespaces(self) -> list[str]:
+        """Names of the namespaces the cluster has (sorted), as the cluster reports them, not the console's records.
+        Raises RuntimeFailure (``unreachable``, ``forbidden`` where RBAC does not grant ``list namespaces``);
+        NotImplementedError where the runtime has no such notion."""
+        raise NotImplementedError
+
+    def list_storage_classes(self) -> list[StorageClassInfo]:
+        """The cluster's StorageClasses (sorted by name), as the cluster reports them. Raises RuntimeFailure as
+        :meth:`list_namespaces`; NotImplementedError where the runtime has no such notion."""
+        raise NotImplementedError
 
     def pod_metrics(self, namespace: str, job: str) -> dict[str, dict[str, float]] | None:
         """Current CPU (cores) and memory (bytes) per Pod name, or None if not available."""

@@ -2,8 +2,8 @@
 
 - Health history: ``Cluster.last_sync_at``, ``last_error``/``last_error_at`` and ``offline_since`` (written by
   ``clusters.services.node_sync``), and the finished :class:`~clusters.models.ClusterOutage` periods.
-- Namespaces: the console's own namespace (its RBAC reads no other) and the namespaces of the cluster's Tasks.
-- StorageClasses: the ones registered for the cluster (``storage.StorageClass``).
+- Namespaces and StorageClasses: as the cluster reports them, each marked as managed by the console or only in
+  the cluster (``clusters.services.cluster_contents``); a cluster that cannot be read says so.
 - Images: the images its nodes report having pulled (Kubernetes ``status.images``; the local runtime reports
   none), each with the number of nodes that have it.
 """
@@ -15,9 +15,10 @@ from collections import Counter
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from clusters.models import Cluster
-from jobs.models import Task
+from clusters.services import cluster_contents
 
 
 def _when(value) -> str:
@@ -43,18 +44,53 @@ def offline_periods_html(cluster: Cluster) -> str:
     return format_html_join(format_html("<br>"), '{} → {} <span class="help">{}</span>', rows) or _("none")
 
 
-def namespaces(cluster: Cluster) -> list[str]:
-    names = set(Task.objects.filter(cluster=cluster).values_list("namespace", flat=True).distinct()[:100])
-    return sorted({cluster.namespace, *(n for n in names if n)})
+def _where_label(where: str) -> str:
+    return {
+        "managed": _("managed by the console"),
+        "cluster": _("only in the cluster"),
+        "missing": _("console record, missing in the cluster"),
+        "object": _("console record (object storage, no StorageClass needed)"),
+    }[where]
 
 
-def namespaces_html(cluster: Cluster) -> str:
-    return format_html_join(" ", "<code>{}</code>", ((n,) for n in namespaces(cluster)))
+def _listing_html(listing: cluster_contents.Listing, headings: tuple[str, ...], cells) -> str:
+    if listing.error:
+        return format_html('<p class="errornote rl-contents-error">{}</p>', listing.error)
+    if not listing.rows:
+        return _("none")
+    head = format_html_join("", "<th>{}</th>", ((h,) for h in headings))
+    body = format_html_join(
+        "",
+        '<tr data-where="{}">{}</tr>',
+        ((r.where, format_html_join("", "<td>{}</td>", ((c,) for c in cells(r)))) for r in listing.rows),
+    )
+    more = format_html('<p class="help">{}</p>', _("(first %(n)d shown)") % {"n": len(listing.rows)})
+    return format_html(
+        '<table class="rl-contents"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>{}',
+        head,
+        body,
+        more if listing.truncated else "",
+    )
 
 
-def storage_classes_html(cluster: Cluster) -> str:
-    rows = cluster.storage_classes.values_list("name", "provider", "description")
-    return format_html_join(format_html("<br>"), "<code>{}</code> {} {}", rows) or _("none")
+def namespaces_html(listing: cluster_contents.Listing) -> str:
+    return _listing_html(
+        listing, (_("name"), _("where")), lambda r: (format_html("<code>{}</code>", r.name), _where_label(r.where))
+    )
+
+
+def storage_classes_html(listing: cluster_contents.Listing) -> str:
+    def cells(r: cluster_contents.Row) -> tuple:
+        default = _("default") if r.default else ""
+        claims = "" if r.claims is None else ngettext("%(n)d claim", "%(n)d claims", r.claims) % {"n": r.claims}
+        return (
+            format_html("<code>{}</code> {}", r.name, default),
+            _where_label(r.where),
+            r.records or "—",
+            " ".join(x for x in (r.provisioner, claims) if x) or "—",
+        )
+
+    return _listing_html(listing, (_("name"), _("where"), _("console records"), _("provisioner")), cells)
 
 
 def images(cluster: Cluster, limit: int = 100) -> list[tuple[str, int]]:

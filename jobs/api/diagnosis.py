@@ -20,6 +20,7 @@ from __future__ import annotations
 from django.http import HttpResponse
 from django.urls import path
 from django.utils import translation
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
@@ -70,7 +71,9 @@ class JobRunCheckView(APIView):
     def put(self, request, name: str):
         job = policy.get_job_for(request.user, name)
         if not policy.can_change_job(request.user, job):
-            return Response({"code": "forbidden", "detail": "not allowed"}, status=403)
+            return Response(
+                {"code": "forbidden", "detail": _("You do not have permission to perform this action.")}, status=403
+            )
         try:
             cleaned = runcheck_service.clean_settings(dict(request.data))
         except runcheck_service.SettingsError as exc:

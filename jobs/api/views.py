@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db.models import Q
 from django.utils import translation
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -30,7 +31,7 @@ from jobs.spec.document import normalize, parse_text, render_yaml
 from jobs.spec.layout import task_layout
 from jobs.spec.messages import Problem
 from jobs.spec.rlinf import plan as rlinf_plan
-from rlark_console import jsontext
+from rlark_console import apierrors, jsontext
 from rlark_console.pagination import PARAMETERS as PAGINATION_PARAMETERS
 from rlark_console.pagination import ConsolePagination
 
@@ -109,7 +110,9 @@ class PlanSerializer(serializers.Serializer):
 
 ERRORS_400 = OpenApiResponse(ValidationSerializer, description="Invalid job: every problem at once")
 NOT_FOUND = OpenApiResponse(description="No such job, or not yours")
-CONFLICT = OpenApiResponse(description="A job with this name exists (code job_exists)")
+CONFLICT = OpenApiResponse(
+    description="The name is taken: code job_exists (a job you may see) or job_name_unavailable (another user's)"
+)
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------------
@@ -155,10 +158,11 @@ def invalid_response(result, document: dict | None = None, code: int = status.HT
     return Response(body, status=code)
 
 
-def exists_response(name: str) -> Response:
-    problem = Problem("metadata.name", "job_exists", {"name": name})
+def exists_response(exc: submission.JobExists) -> Response:
+    """409 ``job_exists`` for a job the user may see, ``job_name_unavailable`` for another user's (no leak)."""
+    problem = Problem("metadata.name", exc.code, {"name": exc.name})
     return Response(
-        {"valid": False, "errors": [problem.to_dict(lang())], "warnings": [], "code": "job_exists"},
+        {"valid": False, "errors": [problem.to_dict(lang())], "warnings": [], "code": exc.code},
         status=status.HTTP_409_CONFLICT,
     )
 
@@ -177,7 +181,7 @@ def read_body(request) -> tuple[Any, str | None, str]:
         try:
             obj = jsontext.loads(data.text) if data.text.strip() else None
         except ValueError as exc:
-            raise BodyError(Problem("", "document_invalid", {"detail": f"invalid JSON: {exc}"}))
+            raise BodyError(Problem("", "document_invalid", {"detail": _("invalid JSON: %(error)s") % {"error": exc}}))
         if isinstance(obj, dict) and ("document" in obj or "yaml" in obj) and "spec" not in obj:
             doc = obj.get("document") if "document" in obj else obj.get("yaml")
             config = obj.get("rlinf_config") or ""
@@ -187,7 +191,7 @@ def read_body(request) -> tuple[Any, str | None, str]:
                 config = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
             return doc, (None if isinstance(doc, dict) else "application/yaml"), str(config)
         if obj is None:
-            raise BodyError(Problem("", "document_invalid", {"detail": "empty body"}))
+            raise BodyError(Problem("", "document_invalid", {"detail": _("the request body is empty")}))
         return obj, None, ""
     upload = request.FILES.get("file") if hasattr(request, "FILES") else None
     if upload is not None:
@@ -197,7 +201,7 @@ def read_body(request) -> tuple[Any, str | None, str]:
         return text, None, config
     if hasattr(data, "get") and data.get("yaml"):
         return str(data.get("yaml")), "application/yaml", str(data.get("rlinf_config", "") or "")
-    raise BodyError(Problem("", "document_invalid", {"detail": "no job document in the request"}))
+    raise BodyError(Problem("", "document_invalid", {"detail": _("no job document in the request")}))
 
 
 def body_error(exc: BodyError) -> Response:
@@ -267,7 +271,7 @@ class JobListView(APIView):
             document = normalize(body) if isinstance(body, dict) else None
             return invalid_response(exc.result, document)
         except submission.JobExists as exc:
-            return exists_response(exc.name)
+            return exists_response(exc)
         return Response(job_detail(job), status=status.HTTP_201_CREATED)
 
 
@@ -361,8 +365,7 @@ class JobDetailView(APIView):
         except Exception as exc:  # a runtime could not delete a workload: the job is kept (and stopped)
             if not isinstance(exc, RuntimeFailure):
                 raise
-            prefix = "Delete failed: " if lang() == "en" else "删除失败："
-            return Response({"detail": f"{prefix}{exc}"}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+            return Response(apierrors.runtime_failure(exc, _("Delete")), status=status.HTTP_503_SERVICE_UNAVAILABLE)
         return Response({"message": "deleted"})
 
 
@@ -398,7 +401,7 @@ class JobCloneView(APIView):
         except submission.JobInvalid as exc:
             return invalid_response(exc.result, document)
         except submission.JobExists as exc:
-            return exists_response(exc.name)
+            return exists_response(exc)
         return Response(job_detail(job), status=status.HTTP_201_CREATED)
 
 

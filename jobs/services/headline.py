@@ -92,11 +92,26 @@ def job_headline(job, ready: int, total: int) -> Headline:
     )
 
 
-def worker_phase(job, phase: str) -> str:
-    """A Worker's phase as shown once its job has ended: Workers of a Succeeded job that the console stopped
-    (or whose last sync still said Running/Pending) are ``Completed``, not "Stopped"; others keep theirs."""
-    if job.phase == Phase.SUCCEEDED and phase != Phase.FAILED:
-        return "Succeeded" if phase == Phase.SUCCEEDED else "Completed"
-    if (job.phase in ENDED or job.stopped) and phase in (Phase.RUNNING, Phase.PENDING):
+COMPLETED = "Completed"
+
+
+def worker_phase_of(job_phase: str, stopped: bool, phase: str) -> str:
+    """A Worker's phase as every tab shows it (Workers, Metrics, Diagnosis, Run check: one name, the fresh-clone
+    trial found four): every Worker of a Succeeded job that did not fail is ``Completed`` (whether its Pod
+    succeeded, was stopped by the console, or its last sync still said Running/Pending); a Worker of a stopped or
+    failed job that was still Running/Pending is ``Stopped``; others keep theirs."""
+    if job_phase == Phase.SUCCEEDED and phase != Phase.FAILED:
+        return COMPLETED
+    if (job_phase in ENDED or stopped) and phase in (Phase.RUNNING, Phase.PENDING):
         return Phase.STOPPED
     return phase
+
+
+def worker_phase(job, phase: str) -> str:
+    """:func:`worker_phase_of` for ``job``."""
+    return worker_phase_of(job.phase, bool(job.stopped), phase)
+
+
+def worker_phase_label(phase: str) -> str:
+    """The name of a :func:`worker_phase` in the active language (``jobs.models.Phase`` labels, and Completed)."""
+    return _("Completed") if phase == COMPLETED else str(dict(Phase.choices).get(phase, phase))

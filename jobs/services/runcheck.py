@@ -33,6 +33,7 @@ from typing import Any
 
 from clusters.models import Node
 from jobs.services.diagnosis import stage_label
+from jobs.services.headline import worker_phase_of
 from jobs.services.log_markers import RLINF_CLUSTER, LogScan, scan_log
 from jobs.services.run_prefix import run_path
 from jobs.services.status import pod_ready, read_pod_log
@@ -384,12 +385,12 @@ def check_pods(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
                 _t(
                     lang,
                     "{role} / {pod}：Node {node}，IP {ip}，阶段 {phase}，重启 {r} 次。",
-                    "{role} / {pod}: node {node}, IP {ip}, phase {phase}, {r} restarts.",
+                    "{role} / {pod}: node {node}, IP {ip}, phase {phase}, restarts: {r}.",
                     role=task.role,
                     pod=p.name,
                     node=p.node or "-",
                     ip=p.ip or "-",
-                    phase=phase_label(p.phase, lang) if p.phase else "-",
+                    phase=phase_label(worker_phase_of(data.phase, data.stopped, p.phase), lang) if p.phase else "-",
                     r=p.restarts,
                 )
             )
@@ -416,7 +417,7 @@ def check_pods(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
                         "{pod} 尚未就绪（{phase}）。",
                         "{pod} is not ready yet ({phase}).",
                         pod=p.name,
-                        phase=phase_label(p.phase, lang),
+                        phase=phase_label(worker_phase_of(data.phase, data.stopped, p.phase), lang),
                     )
                 )
             if p.restarts:

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from accounts import policy
 from accounts.audit import record
 from jobs.models import Job
 from jobs.services import controller
@@ -42,11 +43,24 @@ class JobInvalid(Exception):
 
 
 class JobExists(Exception):
-    """A job with ``name`` already exists."""
+    """A job with ``name`` already exists. Job names are global (each names the cluster objects of the job, seed 05:
+    "确认同名 Job 是否已存在"), so the name is refused either way; ``visible`` says whether the submitter may see that
+    job (their own, or staff). When not, callers say only that the name is not available (``code``
+    ``job_name_unavailable``), never that another user's job exists (accounts.policy: other users' jobs are 404)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, visible: bool = True):
         super().__init__(f"job {name} already exists")
         self.name = name
+        self.visible = visible
+
+    @property
+    def code(self) -> str:
+        return "job_exists" if self.visible else "job_name_unavailable"
+
+
+def _exists(user, name: str) -> JobExists:
+    existing = Job.objects.filter(name=name).select_related("owner").first()
+    return JobExists(name, visible=existing is None or policy.can_view_job(user, existing))
 
 
 def check_document(
@@ -113,7 +127,7 @@ def create_job(
     document = clean(document)
     name = document["metadata"]["name"]
     if Job.objects.filter(name=name).exists():
-        raise JobExists(name)
+        raise _exists(user, name)
     try:
         with transaction.atomic():
             job = Job.objects.create(
@@ -134,7 +148,7 @@ def create_job(
                 workers=result.workers,
             )
     except IntegrityError:
-        raise JobExists(name)
+        raise _exists(user, name) from None
     _reconcile(job)
     job.validation = result  # type: ignore[attr-defined]
     return job

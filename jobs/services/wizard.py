@@ -676,6 +676,7 @@ _STEP1_CODES = {
     "num_nodes_mismatch",
     "node_ranks_mismatch",
     "job_exists",
+    "job_name_unavailable",
     "task_name_too_long",
 }
 _STEP3_CODES = {"run_script_missing", "run_script_not_on_header", "domain_unknown", "ssh_key_unknown"}

@@ -255,6 +255,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
     ),
     "node_ranks_mismatch": ("节点编号不一致：{detail}", "Node ranks are inconsistent: {detail}"),
     "job_exists": ("任务 {name} 已存在。", "A job named {name} already exists."),
+    "job_name_unavailable": (
+        "名称 {name} 不可用，请换一个名称。",
+        "The name {name} is not available; choose another name.",
+    ),
     # RLinf config problems (plan)
     "rlinf_config_invalid": ("RLinf 配置无效：{detail}", "The RLinf config is invalid: {detail}"),
     "rlinf_num_nodes_invalid": (

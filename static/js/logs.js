@@ -19,15 +19,10 @@
   function fmt(s, vars) {
     return String(s).replace(/%\((\w+)\)s/g, (_, k) => (vars && k in vars ? vars[k] : ""));
   }
-  function pad(n, w) { return String(n).padStart(w || 2, "0"); }
-  // issue 14.6: a runtime timestamp (RFC 3339) in the browser's local time with its offset, or in UTC
+  // issue 14.6/14.8: a runtime timestamp (RFC 3339) in the page's zone (the one the header names, not the
+  // browser's) with its offset, or in UTC (static/js/pagetime.js)
   function stamp(ts, zone) {
-    const d = new Date(ts);
-    if (isNaN(d)) return ts;
-    if (zone === "utc") return d.toISOString().replace("T", " ").replace("Z", " UTC");
-    const off = -d.getTimezoneOffset(), sign = off < 0 ? "-" : "+", a = Math.abs(off);
-    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" +
-      pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + "." + pad(d.getMilliseconds(), 3) + " " + sign + pad(a / 60 | 0) + ":" + pad(a % 60);
+    return window.RLarkTime.format(ts, { utc: zone === "utc", ms: true, offset: true });
   }
   function csvField(v) { return '"' + String(v == null ? "" : v).replace(/"/g, '""') + '"'; }
 
@@ -419,7 +414,7 @@
     updateStatus() {
       const parts = [];
       parts.push([fmt(this.s.lines, { n: this.lines.length }), ""]);
-      if (this.lastTick) parts.push([fmt(this.s.updated, { t: new Date(this.lastTick).toLocaleTimeString() }), ""]);
+      if (this.lastTick) parts.push([fmt(this.s.updated, { t: window.RLarkTime.format(this.lastTick, { date: false, abbr: true }) }), ""]);
       if (this.frozen) parts.push([fmt(this.s.heldLines, { n: this.held.length }), "warn"]);
       else if (!this.follow && this.visible.length) parts.push([this.s.scrollPaused, "warn"]);
       if (this.throttled) parts.push([this.s.throttled, "warn"]);

@@ -20,11 +20,13 @@
   function esc(t) {
     return String(t).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
   }
-  function pad(n) { return String(n).padStart(2, "0"); }
-  function when(ms) {
-    const d = new Date(ms);
-    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" +
-      pad(d.getMinutes()) + ":" + pad(d.getSeconds());
+  // issue 14.8: times in the page's zone (the one the header names), never the browser's (static/js/pagetime.js)
+  const T = window.RLarkTime;
+  function when(ms) { return T.format(ms, { abbr: true }); }
+  function axisTime(ms) {
+    const p = T.parts(ms);
+    if (p.hour === "00" && p.minute === "00" && p.second === "00") return p.month + "-" + p.day;
+    return p.hour + ":" + p.minute + (p.second === "00" ? "" : ":" + p.second);
   }
   function bytes(v) {
     const units = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -69,7 +71,8 @@
   function usageChart(el, series, unit, fmt) {
     return base(
       el,
-      { type: "time", name: s.time, nameLocation: "middle", nameGap: 26 },
+      { type: "time", name: s.time + " (" + T.abbr + ")", nameLocation: "middle", nameGap: 26,
+        axisLabel: { formatter: axisTime, hideOverlap: true } },
       { type: "value", name: unit, scale: true, axisLabel: { formatter: (v) => fmt(v) } },
       {
         formatter: (items) => {

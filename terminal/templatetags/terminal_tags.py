@@ -13,4 +13,5 @@ def logs_panel(context, job):
     ctx = logs_panel_context(context.get("request"), job)
     ctx["request"] = context.get("request")
     ctx["csrf_token"] = context.get("csrf_token")
+    ctx["page_tz"] = context.get("page_tz")  # the page's zone (rlark_console.pagetime), for the timestamps' zone
     return ctx

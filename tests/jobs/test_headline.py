@@ -82,7 +82,7 @@ def test_succeeded_job_workers_completed_and_list_bar_matches(job, client, admin
     client.force_login(admin_user)
     page = _detail(client, job)
     phases = re.findall(r'data-testid="worker-phase" data-phase="([^"]+)">([^<]+)<', page)
-    assert phases == [("Succeeded", "Succeeded"), ("Completed", "Completed")]
+    assert phases == [("Completed", "Completed"), ("Completed", "Completed")]  # one name, however each Pod ended
     assert "Stopped" not in "".join(label for _, label in phases)
     assert _text(page, "workers-ready") == "2/2" and "Worker · completed" in page
     assert _text(page, "running-for-label") == "Ran for" and _text(page, "running-for") == "1m 30s"
@@ -90,6 +90,20 @@ def test_succeeded_job_workers_completed_and_list_bar_matches(job, client, admin
     assert 'style="width: 100%"' in listing and ">2/2<" in listing  # the bar and the count agree
     zh = _detail(client, job, "zh-hans")
     assert "已完成" in zh
+
+    # every tab names a finished Worker the same (the fresh-clone trial found four names across tabs)
+    for lang, word in [("en", "Completed"), ("zh-hans", "已完成")]:
+        metrics = client.get(f"/jobs/{job.name}/metrics/", HTTP_ACCEPT_LANGUAGE=lang).content.decode()
+        shown = re.findall(r'data-testid="metrics-worker-phase" data-phase="([^"]+)">([^<]+)<', metrics)
+        assert shown == [("Completed", word), ("Completed", word)], shown
+        diag = client.get(f"/jobs/{job.name}/diagnosis/", HTTP_ACCEPT_LANGUAGE=lang).content.decode()
+        assert re.findall(r'data-testid="diag-worker-phase">([^<]+)<', diag) == [word, word]
+        check = client.get(f"/jobs/{job.name}/run-check/", HTTP_ACCEPT_LANGUAGE=lang).content.decode()
+        phase_word = "phase" if lang == "en" else "阶段"
+        assert re.findall(rf"job-(?:header|worker)-0[:：][^<]*?{phase_word} ([^，,<]+)", check) == [word, word], lang
+        workers = _detail(client, job, lang)
+        labels = re.findall(r'data-testid="worker-phase" data-phase="[^"]+">([^<]+)<', workers)
+        assert labels == [word, word]
 
 
 def test_pod_age_stops_when_the_job_ends(job):  # noqa: F811

@@ -162,7 +162,7 @@ def test_demo_job_has_five_met_checks_with_evidence(demo):
     assert [r.status for r in results] == [MET] * 5, [(r.number, r.evidence) for r in results]
     by = {r.number: "\n".join(r.evidence) for r in results}
     assert "Header (demo-header): image rlinf/rlinf:v1" in by[1]
-    assert "Rollout / demo-rollout-1: node local-gpu-1, IP 10.0.0.3, phase Running, 0 restarts." in by[2]
+    assert "Rollout / demo-rollout-1: node local-gpu-1, IP 10.0.0.3, phase Running, restarts: 0." in by[2]
     assert "3 actual Pods in total; RLinf cluster.num_nodes = 3." in by[2]
     assert "Header node check: Cluster is ready: 3 nodes available (required: 3)." in by[3]
     assert "Worker demo-rollout-1: RLINF_NODE_RANK: 2 (expected 2), Head is reachable at 10.0.0.1:6379" in by[3]

@@ -33,6 +33,7 @@ from clusters.runtime.base import (
     PodNotFound,
     Runtime,
     RuntimeFailure,
+    StorageClassInfo,
     TaskManifest,
     WatchEvent,
 )
@@ -47,6 +48,7 @@ APPLY = "application/apply-patch+yaml"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 MAIN = "main"
 SHELLS = ("bash", "sh")
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 JOB_LABEL = "rlinf.io/job"  # selector "label present": every Pod/StatefulSet the console made for a job
 NO_SHELL = "no shell found (tried bash, sh)"
 # Exec sessions get a UTF-8 locale when the container sets none, so CJK file names and input work as on the
@@ -415,6 +417,27 @@ class KubernetesRuntime(Runtime):
             logger.debug("node events unavailable: %s", exc)
             return []
         return list(raw.get("items") or [])
+
+    # ------------------------------------------------------------------ what the cluster has (issue 15 point 6)
+    def list_namespaces(self) -> list[str]:
+        """``GET /api/v1/namespaces`` (names only); ``forbidden`` where the ClusterRole lacks ``list namespaces``."""
+        raw = self._json(self.core.list_namespace, what="namespaces", limit=1000)
+        return sorted((i.get("metadata") or {}).get("name", "") for i in raw.get("items") or [])
+
+    def list_storage_classes(self) -> list[StorageClassInfo]:
+        """``GET /apis/storage.k8s.io/v1/storageclasses``; ``forbidden`` where RBAC lacks ``list storageclasses``."""
+        raw = self._json(k8s.StorageV1Api(self.api).list_storage_class, what="storageclasses", limit=1000)
+        out = []
+        for item in raw.get("items") or []:
+            meta = item.get("metadata") or {}
+            out.append(
+                StorageClassInfo(
+                    name=meta.get("name", ""),
+                    provisioner=str(item.get("provisioner") or ""),
+                    default=(meta.get("annotations") or {}).get(DEFAULT_CLASS) == "true",
+                )
+            )
+        return sorted(out, key=lambda c: c.name)
 
     def cordon(self, node: str, unschedulable: bool = True) -> None:
         """Set ``spec.unschedulable`` of a node (running pods are not touched)."""

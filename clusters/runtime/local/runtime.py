@@ -38,6 +38,7 @@ from clusters.runtime.base import (
     PodNotFound,
     Runtime,
     RuntimeFailure,
+    StorageClassInfo,
     TaskManifest,
 )
 from clusters.runtime.local.scheduling import parse_quantity
@@ -249,6 +250,25 @@ class LocalRuntime(Runtime):
 
     def pod_metrics(self, namespace: str, job: str) -> dict[str, dict[str, float]] | None:
         return self._call("pod_metrics", job=job)
+
+    # ---- what the cluster has (issue 15 point 6) ----------------------------------------------
+    def list_namespaces(self) -> list[str]:
+        """The namespaces of the Tasks the supervisor runs for this cluster (stopped ones included)."""
+        return list(self._call("list_namespaces") or [])
+
+    def list_storage_classes(self) -> list[StorageClassInfo]:
+        """The class directories under ``<root>/storage/<cluster>/`` (made when a claim is first mounted), each
+        with its number of claim directories. Asks the supervisor first (a cheap read), so a stopped runtime is
+        ``unreachable``, as for every other call."""
+        self._call("list_namespaces")
+        base = self.root / "storage" / self.name
+        if not base.is_dir():
+            return []
+        out = []
+        for d in sorted(p for p in base.iterdir() if p.is_dir())[:500]:
+            claims = sum(1 for c in d.iterdir() if c.is_dir())
+            out.append(StorageClassInfo(name=d.name, provisioner="rlark.io/local-directory", claims=claims))
+        return out
 
     # ---- per-cluster calls of the status sync (issue 11) ---------------------------------------
     def prepare_for_thread(self) -> None:

@@ -331,6 +331,10 @@ class Supervisor:
             out.append(self._public_pod(pkey, pod))
         return sorted(out, key=lambda p: (p["task"], p["ordinal"]))
 
+    def op_list_namespaces(self, cluster: str) -> list[str]:
+        """The namespaces of the Tasks this supervisor holds for ``cluster`` (the local runtime has no other)."""
+        return sorted({t["namespace"] for t in self.state["tasks"].values() if t["cluster"] == cluster})
+
     def op_list_nodes(self, cluster: str) -> dict[str, dict[str, float]]:
         return self._used(cluster)
 

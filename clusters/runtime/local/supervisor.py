@@ -42,6 +42,7 @@ OPS = {
     "list_nodes": "op_list_nodes",
     "pod_info": "op_pod_info",
     "pod_metrics": "op_pod_metrics",
+    "list_namespaces": "op_list_namespaces",
 }
 
 

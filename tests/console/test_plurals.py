@@ -1,0 +1,40 @@
+"""Counts read as a person would write them in en ("1 node", "2 nodes"; never "1 workers"), and in zh without
+plural forms (issue 14.7: ngettext where counts appear): back-office cordon messages and the wizard's summary."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from clusters.models import Cluster, Node
+
+pytestmark = pytest.mark.django_db
+
+
+def _cordon(client, nodes, lang: str) -> list[str]:
+    resp = client.post(
+        "/admin/clusters/node/",
+        {"action": "cordon", "_selected_action": [n.pk for n in nodes]},
+        follow=True,
+        HTTP_ACCEPT_LANGUAGE=lang,
+    )
+    return [str(m) for m in resp.context["messages"]]
+
+
+def test_cordon_message_counts_in_both_languages(client, admin_user):
+    cluster = Cluster.objects.create(name="c", runtime="local", status="online")
+    nodes = [Node.objects.create(cluster=cluster, name=f"n{i}") for i in range(2)]
+    client.force_login(admin_user)
+    assert _cordon(client, nodes[:1], "en") == ["Cordoned 1 node."]
+    assert _cordon(client, nodes, "en") == ["Cordoned 2 nodes."]
+    assert _cordon(client, nodes[:1], "zh-hans") == ["已封锁 1 个节点。"]
+
+
+def test_wizard_summary_counts_workers(client, admin_user):
+    Cluster.objects.create(name="local", runtime="local", status="online")
+    client.force_login(admin_user)
+    page = client.get("/jobs/new/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    summaries = re.findall(r'data-testid="summary-\d+">([^<]+)<', page)
+    assert summaries and all(not re.search(r"\b1 workers\b", s) for s in summaries), summaries
+    assert any(re.search(r"\b1 worker configured\b", s) for s in summaries), summaries
