@@ -38,6 +38,7 @@ logger = logging.getLogger("rlark.sshgate")
 
 LOOPBACK = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
 READ_SIZE = 64 * 1024
+ENDED_PATIENCE = 5.0  # s to learn why a Worker ended a command without an exit status (see _why_ended)
 SHELL = 'export TERM="$1"; command -v bash >/dev/null 2>&1 && exec bash -l; exec sh -l'
 COMMAND = 'export TERM="$1"; exec /bin/sh -c "$2"'
 
@@ -383,12 +384,36 @@ class WorkerServer(_KeysOnly):
                 logger.info("ssh session on %s failed: %s", self.target.pod, exc)
                 process.stderr.write(f"rlark: {exc}\n".encode())
                 code = 255
+            if code is None or not 0 <= code < 128:  # no exit status, or killed by a signal: did the Worker stop?
+                killed = (code is None and not term) or (code is not None and code < 0)  # the Worker may be going
+                reason = await self._why_ended(patience=ENDED_PATIENCE if killed else 0)
+                if reason:
+                    self.exit_code = 255
+                    await self.shut(reason)
+                    return
+                code = _exit_status(code, term)
             self.exit_code = code
             process.exit(code)
         finally:
             self.processes.discard(process)
 
-    async def _pty(self, process: asyncssh.SSHServerProcess, term: str) -> int:
+    async def _why_ended(self, patience: float) -> str:
+        """Why the Worker's side of a session ended early: the reason its sessions close (job stopped or deleted,
+        Worker gone or no longer Running), or "" when it still runs. Stopping a job kills the Workers within a
+        reconcile, often before the periodic re-check (``RLARK_SSH_CHECK_INTERVAL``) sees it, so this looks at
+        once and then for up to ``patience`` s while the runtime catches up."""
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                reason = await db(access.worker_running, self.target)
+            except Exception as exc:
+                logger.warning("ssh: check of %s failed: %s", self.target.pod, exc)
+                reason = ""
+            if reason or time.monotonic() >= deadline:
+                return reason
+            await asyncio.sleep(0.5)
+
+    async def _pty(self, process: asyncssh.SSHServerProcess, term: str) -> int | None:
         cmd = process.command
         script = [COMMAND, "rlark-ssh", term, cmd] if cmd else [SHELL, "rlark-ssh", term]
         argv = ["/bin/sh", "-c", *script]
@@ -412,7 +437,7 @@ class WorkerServer(_KeysOnly):
             await asyncio.sleep(0.05)
         code = stream.exit_code
         await self.drop(stream)
-        return code if code is not None else 0
+        return code
 
     async def _feed_pty(self, process, stream: WorkerStream) -> None:
         while True:
@@ -428,11 +453,12 @@ class WorkerServer(_KeysOnly):
             self.bytes_in += len(data)
             await stream.write(data)
 
-    async def _pipes(self, process: asyncssh.SSHServerProcess) -> int:
+    async def _pipes(self, process: asyncssh.SSHServerProcess) -> int | None:
+        """The command's exit code from the agent's ``x`` frame; None when the agent ended without one."""
         cmd = process.command
         argv = ["/bin/sh", "-c", cmd] if cmd else ["/bin/sh", "-c", SHELL, "rlark-ssh", "dumb"]
         link = await self.open_agent("cmd", *argv)
-        code = 255
+        code: int | None = None
 
         async def out() -> None:
             nonlocal code
@@ -471,6 +497,14 @@ class WorkerServer(_KeysOnly):
         feeder.cancel()
         await self.drop(link.stream)
         return code
+
+
+def _exit_status(code: int | None, term: str) -> int:
+    """The SSH exit status for a runtime's exit code: a signal's ``-N`` is ``128 + N`` as a shell reports it; no
+    status is 0 with a PTY (kwok's exec reports none, tests/README.md), 255 without one."""
+    if code is None:
+        return 0 if term else 255
+    return 128 - code if code < 0 else min(code, 255)
 
 
 class ForwardSession(asyncssh.SSHTCPSession):
