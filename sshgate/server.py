@@ -310,6 +310,8 @@ class WorkerServer(_KeysOnly):
         if self.ended:
             return
         self.ended = True
+        if self.watch is not None and self.watch is not asyncio.current_task():
+            self.watch.cancel()
         for stream in list(self.streams):
             await stream.close()
         if self.row_id is not None:
@@ -472,6 +474,7 @@ class WorkerServer(_KeysOnly):
                     process.stderr.write(data)
                 elif tag == b"x":
                     code = int(data or b"255")
+                    await link.send(b"y")  # the agent may end now (sshgate.agent)
                     return
 
         async def feed() -> None:
