@@ -21,6 +21,7 @@ import asyncio
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -598,3 +599,30 @@ class Gate:
             await asyncio.sleep(0.1)
         if self.listener is not None:
             await self.listener.wait_closed()
+
+
+def serve_in_thread(host: str = "127.0.0.1", port: int = 0, timeout: float = 60) -> tuple[Gate, Callable[[], None]]:
+    """The bastion on an event loop of its own in a daemon thread (tests, ``bench/ssh.py``): ``(gate, stop)``.
+    ``port`` 0 takes a free one (``gate.port`` after the start); ``stop()`` closes the sessions and the loop.
+    Raises TimeoutError when the bastion did not listen within ``timeout`` s."""
+    loop = asyncio.new_event_loop()
+    gate = Gate(host, port)
+    started = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(gate.start())
+        started.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=serve, name="sshgate", daemon=True)
+    thread.start()
+    if not started.wait(timeout):
+        raise TimeoutError(f"the SSH bastion did not start within {timeout} s")
+
+    def stop() -> None:
+        asyncio.run_coroutine_threadsafe(gate.stop(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+
+    return gate, stop

@@ -10,22 +10,19 @@ this; the PTY check reads its answer before typing ``exit``)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import selectors
 import shutil
 import subprocess
-import threading
 import time
 
 import asyncssh
 import pytest
 from rest_framework.test import APIClient
 
-from sshgate.server import Gate
+from sshgate.server import serve_in_thread
 from sshkeys.services import add_key
 from terminal.services.runtimes import use_runtime_factory
-from tests.conftest import free_port
 from tests.k8s_real.conftest import wait_for
 from tests.k8s_real.jobs import document, running, synced, task
 
@@ -40,23 +37,9 @@ if not shutil.which("ssh"):
 def bastion(settings, tmp_path):
     """The bastion in a thread of its own (its own event loop), on a free loopback port."""
     settings.VAR_DIR = tmp_path / "var"
-    loop = asyncio.new_event_loop()
-    gate = Gate("127.0.0.1", free_port())
-    started = threading.Event()
-
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(gate.start())
-        started.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    assert started.wait(30)
+    gate, stop = serve_in_thread()
     yield gate
-    asyncio.run_coroutine_threadsafe(gate.stop(), loop).result(30)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
+    stop()
 
 
 def _client(tmp_path, user) -> tuple[list[str], str]:
