@@ -603,7 +603,8 @@ class Gate:
 
 def serve_in_thread(host: str = "127.0.0.1", port: int = 0, timeout: float = 60) -> tuple[Gate, Callable[[], None]]:
     """The bastion on an event loop of its own in a daemon thread (tests, ``bench/ssh.py``): ``(gate, stop)``.
-    ``port`` 0 takes a free one (``gate.port`` after the start); ``stop()`` closes the sessions and the loop.
+    ``port`` 0 takes a free one (``gate.port`` after the start); ``stop()`` (idempotent) closes the sessions, with
+    the message "the console is stopping", and the loop.
     Raises TimeoutError when the bastion did not listen within ``timeout`` s."""
     loop = asyncio.new_event_loop()
     gate = Gate(host, port)
@@ -620,7 +621,9 @@ def serve_in_thread(host: str = "127.0.0.1", port: int = 0, timeout: float = 60)
     if not started.wait(timeout):
         raise TimeoutError(f"the SSH bastion did not start within {timeout} s")
 
-    def stop() -> None:
+    def stop() -> None:  # idempotent
+        if not thread.is_alive():
+            return
         asyncio.run_coroutine_threadsafe(gate.stop(), loop).result(30)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)

@@ -10,16 +10,22 @@ this; the PTY check reads its answer before typing ``exit``)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
 import selectors
 import shutil
+import signal
+import struct
 import subprocess
+import termios
 import time
 
 import asyncssh
 import pytest
 from rest_framework.test import APIClient
 
+from sshgate.models import SSHSession
 from sshgate.server import serve_in_thread
 from sshkeys.services import add_key
 from terminal.services.runtimes import use_runtime_factory
@@ -38,7 +44,7 @@ def bastion(settings, tmp_path):
     """The bastion in a thread of its own (its own event loop), on a free loopback port."""
     settings.VAR_DIR = tmp_path / "var"
     gate, stop = serve_in_thread()
-    yield gate
+    yield gate, stop
     stop()
 
 
@@ -73,6 +79,7 @@ def _read_until(pipe, marker: bytes, timeout: float) -> bytes:
 
 
 def test_ssh_j_through_pods_exec(k8s_cluster, k8s_namespace, alice, bob, tmp_path, bastion):
+    bastion, stop_console = bastion
     use_runtime_factory(None)  # the real registry: KubernetesRuntime for this cluster
     api = APIClient()
     api.force_authenticate(alice)
@@ -109,3 +116,46 @@ def test_ssh_j_through_pods_exec(k8s_cluster, k8s_namespace, alice, bob, tmp_pat
         [*other, "-J", f"{bob_name}@127.0.0.1:{bastion.port}", POD, "true"], capture_output=True, timeout=90
     )
     assert refused.returncode == 255 and f"permission denied: no Worker {POD}" in refused.stderr.decode()
+    _window_changes_follow([*ssh, *jump, "-tt", POD])
+
+    # stopping the console closes an open session with a message, and its audit row
+    session = subprocess.Popen(
+        [*ssh, *jump, POD, "echo started; sleep 600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert _read_until(session.stdout, b"started\n", 60)
+        stop_console()
+        _out, err = session.communicate(timeout=60)
+    finally:
+        session.kill()
+    assert session.returncode == 255 and b"rlark: the console is stopping; closing the session" in err
+    row = SSHSession.objects.order_by("pk").last()
+    assert row.ended_at is not None and row.end_reason == "the console is stopping" and row.worker == POD
+
+
+def _window_changes_follow(argv: list[str]) -> None:
+    """``ssh -tt`` on a terminal of 30x100: the Worker's PTY has that size, and a resize of the client's terminal
+    (SIGWINCH) reaches it (``stty size`` answers ``rows cols``; the typed line never contains the answer)."""
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover (child)
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+        os.execvp(argv[0], argv)
+    try:
+        with os.fdopen(os.dup(fd), "rb", buffering=0) as out:
+            os.write(fd, b"stty size | tr ' ' x\n")
+            assert b"30x100" in _read_until(out, b"30x100", 60)
+            fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+            os.kill(pid, signal.SIGWINCH)
+            deadline = time.monotonic() + 60
+            while True:  # the window-change message races the next line: ask until the new size shows
+                os.write(fd, b"stty size | tr ' ' x\n")
+                try:
+                    assert b"40x120" in _read_until(out, b"40x120", 3)
+                    break
+                except AssertionError:
+                    assert time.monotonic() < deadline, "the new window size did not reach the Worker in 60 s"
+            os.write(fd, b"exit\n")
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
