@@ -1,7 +1,9 @@
 """Issue 12 against the REAL Kubernetes control plane: ``ssh -J`` (Debian's OpenSSH client) through the console's
 bastion reaches a Worker Pod through the API server's ``pods/exec`` (kwok's ``Exec`` runs the commands in a scratch
 directory on this machine), with the ``rlark-console`` ServiceAccount's RBAC. Commands without a PTY (the agent
-path: stdin, stdout, stderr) and with a PTY (window size) both work; another user's key is refused.
+path: stdin, stdout, stderr) and with a PTY (its size, and a resize that follows the client's terminal) both work;
+another user's key is refused; an idle session gets keepalives; stopping the bastion closes an open session with a
+message and ends its audit row.
 
 Known kwok limits: its exec server reports no exit code, so exit codes are asserted on the local runtime
 (tests/sshgate/test_ssh_bastion_local.py); it closes the exec's PTY without draining it when the process ends, so
@@ -78,7 +80,7 @@ def _read_until(pipe, marker: bytes, timeout: float) -> bytes:
     return out
 
 
-def test_ssh_j_through_pods_exec(k8s_cluster, k8s_namespace, alice, bob, tmp_path, bastion):
+def test_ssh_j_through_pods_exec(k8s_cluster, k8s_namespace, alice, bob, tmp_path, bastion, monkeypatch):
     bastion, stop_console = bastion
     use_runtime_factory(None)  # the real registry: KubernetesRuntime for this cluster
     api = APIClient()
@@ -117,6 +119,9 @@ def test_ssh_j_through_pods_exec(k8s_cluster, k8s_namespace, alice, bob, tmp_pat
     )
     assert refused.returncode == 255 and f"permission denied: no Worker {POD}" in refused.stderr.decode()
     _window_changes_follow([*ssh, *jump, "-tt", POD])
+    monkeypatch.setenv("RLARK_SSH_KEEPALIVE", "1")  # read at each connection
+    idle = run("-v", POD, "sleep 4")
+    assert idle.returncode == 0 and b"rtype keepalive@openssh.com" in idle.stderr  # the bastion's keepalive
 
     # stopping the console closes an open session with a message, and its audit row
     session = subprocess.Popen(
