@@ -100,20 +100,36 @@ def _add_key(server, username: str, public: str, staff: bool = False) -> None:
     )
 
 
+RAY_ATTEMPTS = 3  # job starts allowed for the Ray cluster to form (see wait_for_ray)
+
+
 def wait_for_ray(api: Api) -> None:
-    """Until the job is Running: every Worker Running and the Ray cluster formed (the run script started), so
-    no Worker restarts under the tests (a Ray worker that misses the GCS deadline restarts its Worker). Fails at
-    once when the job ends."""
+    """Until the job is Running: every Worker Running and the Ray cluster formed (the run script started), so no
+    Worker restarts under the tests. On a loaded 2-core machine a Ray worker's ``ray start`` can miss the head's
+    registration in GCS ("No node info found for head node in GCS") and the job fails before it ever ran: that is
+    Ray forming, not what these tests check, so the job is started again, at most ``RAY_ATTEMPTS`` times in all;
+    any other end fails at once."""
+    for attempt in range(1, RAY_ATTEMPTS + 1):
 
-    def formed() -> bool:
-        code, body = api.call("GET", f"/jobs/{JOB}/")
-        assert code == 200, body
-        status = body["status"]
-        assert status["phase"] not in ("Failed", "Succeeded"), f"job ended: {status['phase']} {status['message']}"
-        pods = {w.get("pod"): w.get("phase") for w in status.get("workers") or []}
-        return status["phase"] == "Running" and len(pods) == 3 and set(pods.values()) == {"Running"}
+        def formed() -> str:
+            code, body = api.call("GET", f"/jobs/{JOB}/")
+            assert code == 200, body
+            status = body["status"]
+            if status["phase"] in ("Failed", "Succeeded"):
+                assert status["phase"] == "Failed" and "Ray" in status["message"], f"job ended: {status}"
+                return "failed: " + status["message"]
+            pods = {w.get("pod"): w.get("phase") for w in status.get("workers") or []}
+            ready = status["phase"] == "Running" and len(pods) == 3 and set(pods.values()) == {"Running"}
+            return "formed" if ready else ""
 
-    wait_for(formed, budget(150), "the job Running with 3 Running Workers (Ray formed)", interval=1)
+        what = f"the job Running with every Worker Running (Ray formed), start {attempt} of {RAY_ATTEMPTS}"
+        outcome = wait_for(formed, budget(150), what, interval=1)
+        if outcome == "formed":
+            return
+        print(f"{JOB}: Ray did not form ({outcome[:300]}); starting the job again")
+        code, body = api.call("POST", f"/jobs/{JOB}/start/")
+        assert code in (200, 202), body
+    raise AssertionError(f"Ray did not form in {RAY_ATTEMPTS} starts of {JOB}")
 
 
 @pytest.fixture(scope="module")
