@@ -178,6 +178,7 @@ class ConsoleServer:
                         return
             except OSError:
                 time.sleep(0.3)
+        self.stop()  # not left running (with its supervisor) after a failed start
         raise RuntimeError("console did not start:\n" + self.log_path.read_text()[-4000:])
 
     def stop(self, supervisor: bool = True) -> None:
