@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.quick import quick_defaults  # noqa: E402
+from bench.quick import quick_defaults, start_local_console  # noqa: E402
 
 
 def main() -> int:
@@ -37,45 +37,22 @@ def main() -> int:
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="rlark-bench-"))
-    os.environ.update(
-        RLARK_VAR_DIR=str(tmp / "var"),
-        RLARK_LOCAL_ROOT=str(tmp / "local"),
-        CELERY_TASK_ALWAYS_EAGER="1",
-        DJANGO_SETTINGS_MODULE="rlark_console.settings",
-    )
-    os.environ.pop("DATABASE_URL", None)
-    import django
-
-    django.setup()
+    try:
+        sup = start_local_console(tmp)
+    except RuntimeError as exc:
+        print(exc)
+        return 1
     import psutil
     import yaml
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
 
     from clusters.models import Cluster
-    from clusters.runtime.local.supervisor import socket_path
     from clusters.runtime.registry import get_runtime
     from jobs.services import controller
     from jobs.services.submission import create_job
 
-    call_command("migrate", verbosity=0)
-    call_command("seed_demo", password="bench-admin-1", stdout=open(os.devnull, "w"))  # noqa: SIM115
-    sup = subprocess.Popen(
-        [sys.executable, str(ROOT / "manage.py"), "local_supervisor"],
-        cwd=ROOT,
-        env=os.environ.copy(),
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     result = 1
     try:
-        deadline = time.monotonic() + 60
-        while not socket_path(tmp / "local").exists():
-            if time.monotonic() > deadline or sup.poll() is not None:
-                print("supervisor did not start")
-                return 1
-            time.sleep(0.1)
         doc = yaml.safe_load((ROOT / "examples" / "demo" / "job.yaml").read_text())
         header = doc["spec"]["tasks"][0]
         header["kubernetes"]["workload"]["template"]["spec"]["volumes"][0]["hostPath"]["path"] = str(tmp / "output")

@@ -7,8 +7,12 @@ runs every script and a script cannot rot; its figures are not the README's.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def quick_requested(argv: list[str] | None = None) -> bool:
@@ -36,3 +40,40 @@ def wait_for(check, timeout: float, what: str, interval: float = 0.5):
             return last
         time.sleep(interval)
     raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+
+
+def start_local_console(tmp: Path) -> subprocess.Popen:
+    """A private console state under ``tmp`` (SQLite, ``var/``, a local runtime root, Celery eager), migrated and
+    seeded (admin ``bench-admin-1``, the demo local cluster), Django set up in this process, and the local
+    supervisor started: its process, already listening (``RuntimeError`` when it did not start within 60 s)."""
+    os.environ.update(
+        RLARK_VAR_DIR=str(tmp / "var"),
+        RLARK_LOCAL_ROOT=str(tmp / "local"),
+        CELERY_TASK_ALWAYS_EAGER="1",
+        DJANGO_SETTINGS_MODULE="rlark_console.settings",
+    )
+    os.environ.pop("DATABASE_URL", None)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from clusters.runtime.local.supervisor import socket_path
+
+    call_command("migrate", verbosity=0)
+    call_command("seed_demo", password="bench-admin-1", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    sup = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "local_supervisor"],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not socket_path(tmp / "local").exists():
+        if time.monotonic() > deadline or sup.poll() is not None:
+            sup.kill()
+            raise RuntimeError("the local supervisor did not start")
+        time.sleep(0.1)
+    return sup

@@ -10,7 +10,10 @@ every byte intact whatever the terminal still does to control characters.
 Modes (``python3 -c AGENT <mode> ...``):
 
 - ``cmd <argv...>``: run argv with pipes; ``o``/``e`` = stdout/stderr bytes, ``x`` = exit code (128+signal
-  when killed), input ``i`` = stdin bytes, ``c`` = close stdin, ``k`` = send signal number.
+  when killed), input ``i`` = stdin bytes, ``c`` = close stdin, ``k`` = send signal number, ``y`` = the exit code
+  arrived. After ``x`` the agent stays until ``y`` or the end of its input (at most 10 s): an exec whose process
+  ends may drop its last output (kwok's exec server did, about one command in ten on a loaded machine), and
+  without ``x`` the client would see 255 instead of the command's exit code.
 - ``tcp <host> <port>``: a TCP connection from inside the Worker (``ssh -L``); ``o`` = received bytes,
   ``i`` = bytes to send, ``c`` = half-close, ``x`` = the peer closed.
 - ``fs``: file operations for SFTP/scp; ``q`` = JSON request ``{"id", "op", "a": [args]}``, answer ``a`` =
@@ -119,6 +122,7 @@ def cmd(argv):
         send(b"E", ("cannot run %s: %s" % (argv[0], exc.strerror)).encode())
         return
     send(b"R")
+    done = threading.Event()
     def feed():
         for tag, data in lines():
             try:
@@ -128,8 +132,11 @@ def cmd(argv):
                     p.stdin.close()
                 elif tag == b"k":
                     p.send_signal(int(data))
+                elif tag == b"y":
+                    break
             except (OSError, ValueError):
                 pass
+        done.set()
     threading.Thread(target=feed, daemon=True).start()
     pumps = [threading.Thread(target=pump, args=(p.stdout.fileno(), b"o")),
              threading.Thread(target=pump, args=(p.stderr.fileno(), b"e"))]
@@ -137,6 +144,7 @@ def cmd(argv):
     for t in pumps: t.join()
     rc = p.wait()
     send(b"x", str(128 - rc if rc < 0 else rc).encode())
+    done.wait(10)
 def tcp(host, port):
     try:
         s = socket.create_connection((host, int(port)), timeout=10)

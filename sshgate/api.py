@@ -1,8 +1,9 @@
 """``GET /api/v1/ssh/``: the bastion's address, host key fingerprint and the Workers the caller may reach.
 
 ``?job=<name>`` limits the list to one job (404 when the caller may not see it). Used by ``rlark ssh`` and
-``rlark ssh-config``. Shape: ``{"user", "host", "port", "jump", "host_key_fingerprint",
-"workers": [{"job", "pod", "role", "rank", "head", "phase", "command"}]}``.
+``rlark ssh-config``. Shape: ``{"user", "host", "port", "jump", "host_key_fingerprint", "known_hosts": [line],
+"workers": [{"job", "pod", "role", "rank", "head", "phase", "command"}]}``; ``known_hosts`` holds the bastion's
+and each listed Worker's host key in OpenSSH ``known_hosts`` format (:func:`sshgate.hostkeys.known_hosts_lines`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class SSHTargetsView(APIView):
                 "port": serializers.IntegerField(),
                 "jump": serializers.CharField(),
                 "host_key_fingerprint": serializers.CharField(),
+                "known_hosts": serializers.ListField(child=serializers.CharField()),
                 "workers": serializers.ListField(child=serializers.DictField()),
             },
         ),
@@ -45,6 +47,7 @@ class SSHTargetsView(APIView):
             .select_related("task__job")
             .order_by("task__job__name", "task__order", "ordinal")[:MAX_WORKERS]
         )
+        pods = list(pods)
         host, port = commands.jump_address(request)
         return Response(
             {
@@ -53,6 +56,7 @@ class SSHTargetsView(APIView):
                 "port": port,
                 "jump": commands.jump_spec(user.username, request),
                 "host_key_fingerprint": hostkeys.bastion_fingerprint(),
+                "known_hosts": hostkeys.known_hosts_lines(host, port, [p.name for p in pods]),
                 "workers": [
                     {
                         "job": p.task.job.name,

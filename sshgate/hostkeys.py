@@ -3,6 +3,8 @@
 ``var/ssh/bastion_ed25519`` is the bastion's own key (its fingerprint is on the SSH keys page);
 ``var/ssh/workers/<pod>_ed25519`` is the key the bastion presents as Worker ``<pod>`` (the inner SSH connection of
 ``ssh -J``), so ``known_hosts`` stays valid for that Worker name. Files are 0600 in a 0700 directory.
+:func:`known_hosts_lines` publishes the public halves (``GET /api/v1/ssh/``), so ``rlark ssh`` and
+``rlark ssh-config`` write ``known_hosts`` from the authenticated API and no hop is trusted on first use.
 """
 
 from __future__ import annotations
@@ -57,3 +59,16 @@ def worker_key(pod: str) -> asyncssh.SSHKey:
     if not _SAFE.match(pod):
         raise ValueError(f"not a Worker name: {pod!r}")
     return _load_or_create(key_dir() / "workers" / f"{pod}_ed25519")
+
+
+def _public_line(key: asyncssh.SSHKey) -> str:
+    """``<type> <base64>`` of ``key``'s public half, without a comment."""
+    return " ".join(key.convert_to_public().export_public_key("openssh").decode().split()[:2])
+
+
+def known_hosts_lines(host: str, port: int, pods: list[str]) -> list[str]:
+    """``known_hosts`` lines (OpenSSH format) for the bastion as users reach it (``host``:``port``) and for each
+    Worker in ``pods`` (the inner hop of ``ssh -J``, ``<pod>`` on port 22). Worker keys are created when
+    missing, as the bastion would on the first connection."""
+    name = host if port == 22 else f"[{host}]:{port}"
+    return [f"{name} {_public_line(bastion_key())}", *(f"{pod} {_public_line(worker_key(pod))}" for pod in pods)]

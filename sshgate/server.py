@@ -21,6 +21,7 @@ import asyncio
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -38,6 +39,7 @@ logger = logging.getLogger("rlark.sshgate")
 
 LOOPBACK = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
 READ_SIZE = 64 * 1024
+ENDED_PATIENCE = 5.0  # s to learn why a Worker ended a command without an exit status (see _why_ended)
 SHELL = 'export TERM="$1"; command -v bash >/dev/null 2>&1 && exec bash -l; exec sh -l'
 COMMAND = 'export TERM="$1"; exec /bin/sh -c "$2"'
 
@@ -309,6 +311,8 @@ class WorkerServer(_KeysOnly):
         if self.ended:
             return
         self.ended = True
+        if self.watch is not None and self.watch is not asyncio.current_task():
+            self.watch.cancel()
         for stream in list(self.streams):
             await stream.close()
         if self.row_id is not None:
@@ -383,12 +387,36 @@ class WorkerServer(_KeysOnly):
                 logger.info("ssh session on %s failed: %s", self.target.pod, exc)
                 process.stderr.write(f"rlark: {exc}\n".encode())
                 code = 255
+            if code is None or not 0 <= code < 128:  # no exit status, or killed by a signal: did the Worker stop?
+                killed = (code is None and not term) or (code is not None and code < 0)  # the Worker may be going
+                reason = await self._why_ended(patience=ENDED_PATIENCE if killed else 0)
+                if reason:
+                    self.exit_code = 255
+                    await self.shut(reason)
+                    return
+                code = _exit_status(code, term)
             self.exit_code = code
             process.exit(code)
         finally:
             self.processes.discard(process)
 
-    async def _pty(self, process: asyncssh.SSHServerProcess, term: str) -> int:
+    async def _why_ended(self, patience: float) -> str:
+        """Why the Worker's side of a session ended early: the reason its sessions close (job stopped or deleted,
+        Worker gone or no longer Running), or "" when it still runs. Stopping a job kills the Workers within a
+        reconcile, often before the periodic re-check (``RLARK_SSH_CHECK_INTERVAL``) sees it, so this looks at
+        once and then for up to ``patience`` s while the runtime catches up."""
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                reason = await db(access.worker_running, self.target)
+            except Exception as exc:
+                logger.warning("ssh: check of %s failed: %s", self.target.pod, exc)
+                reason = ""
+            if reason or time.monotonic() >= deadline:
+                return reason
+            await asyncio.sleep(0.5)
+
+    async def _pty(self, process: asyncssh.SSHServerProcess, term: str) -> int | None:
         cmd = process.command
         script = [COMMAND, "rlark-ssh", term, cmd] if cmd else [SHELL, "rlark-ssh", term]
         argv = ["/bin/sh", "-c", *script]
@@ -412,7 +440,7 @@ class WorkerServer(_KeysOnly):
             await asyncio.sleep(0.05)
         code = stream.exit_code
         await self.drop(stream)
-        return code if code is not None else 0
+        return code
 
     async def _feed_pty(self, process, stream: WorkerStream) -> None:
         while True:
@@ -428,11 +456,12 @@ class WorkerServer(_KeysOnly):
             self.bytes_in += len(data)
             await stream.write(data)
 
-    async def _pipes(self, process: asyncssh.SSHServerProcess) -> int:
+    async def _pipes(self, process: asyncssh.SSHServerProcess) -> int | None:
+        """The command's exit code from the agent's ``x`` frame; None when the agent ended without one."""
         cmd = process.command
         argv = ["/bin/sh", "-c", cmd] if cmd else ["/bin/sh", "-c", SHELL, "rlark-ssh", "dumb"]
         link = await self.open_agent("cmd", *argv)
-        code = 255
+        code: int | None = None
 
         async def out() -> None:
             nonlocal code
@@ -446,6 +475,7 @@ class WorkerServer(_KeysOnly):
                     process.stderr.write(data)
                 elif tag == b"x":
                     code = int(data or b"255")
+                    await link.send(b"y")  # the agent may end now (sshgate.agent)
                     return
 
         async def feed() -> None:
@@ -471,6 +501,14 @@ class WorkerServer(_KeysOnly):
         feeder.cancel()
         await self.drop(link.stream)
         return code
+
+
+def _exit_status(code: int | None, term: str) -> int:
+    """The SSH exit status for a runtime's exit code: a signal's ``-N`` is ``128 + N`` as a shell reports it; no
+    status is 0 with a PTY (kwok's exec reports none, tests/README.md), 255 without one."""
+    if code is None:
+        return 0 if term else 255
+    return 128 - code if code < 0 else min(code, 255)
 
 
 class ForwardSession(asyncssh.SSHTCPSession):
@@ -561,3 +599,33 @@ class Gate:
             await asyncio.sleep(0.1)
         if self.listener is not None:
             await self.listener.wait_closed()
+
+
+def serve_in_thread(host: str = "127.0.0.1", port: int = 0, timeout: float = 60) -> tuple[Gate, Callable[[], None]]:
+    """The bastion on an event loop of its own in a daemon thread (tests, ``bench/ssh.py``): ``(gate, stop)``.
+    ``port`` 0 takes a free one (``gate.port`` after the start); ``stop()`` (idempotent) closes the sessions, with
+    the message "the console is stopping", and the loop.
+    Raises TimeoutError when the bastion did not listen within ``timeout`` s."""
+    loop = asyncio.new_event_loop()
+    gate = Gate(host, port)
+    started = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(gate.start())
+        started.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=serve, name="sshgate", daemon=True)
+    thread.start()
+    if not started.wait(timeout):
+        raise TimeoutError(f"the SSH bastion did not start within {timeout} s")
+
+    def stop() -> None:  # idempotent
+        if not thread.is_alive():
+            return
+        asyncio.run_coroutine_threadsafe(gate.stop(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+
+    return gate, stop

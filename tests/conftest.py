@@ -169,7 +169,8 @@ class ConsoleServer:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        deadline = time.monotonic() + 60
+        # 60 s, more on a loaded machine (x1 to x4 by the load per core): at load 20 on 2 cores it took longer
+        deadline = time.monotonic() + 60 * min(4.0, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
         while time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(self.url + "/login/", timeout=2) as resp:
@@ -177,6 +178,7 @@ class ConsoleServer:
                         return
             except OSError:
                 time.sleep(0.3)
+        self.stop()  # not left running (with its supervisor) after a failed start
         raise RuntimeError("console did not start:\n" + self.log_path.read_text()[-4000:])
 
     def stop(self, supervisor: bool = True) -> None:

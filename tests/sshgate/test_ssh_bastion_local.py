@@ -19,6 +19,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -33,7 +34,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.ray, pytest.mark.timeout(900)]
 JOB = "h12-ssh"
 HEADER = f"{JOB}-header-0"
 ROLLOUT = f"{JOB}-rollout-1"
-LOAD = min(4.0, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
+
+
+def budget(seconds: float) -> float:
+    """``seconds`` scaled by the machine's load now (x1 to x4): Ray forms slowly on a busy 2-core CI box."""
+    return seconds * min(4.0, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
+
 
 if not shutil.which("ssh"):
     pytest.skip("Debian openssh-client is not installed", allow_module_level=True)
@@ -94,6 +100,38 @@ def _add_key(server, username: str, public: str, staff: bool = False) -> None:
     )
 
 
+RAY_ATTEMPTS = 3  # job starts allowed for the Ray cluster to form (see wait_for_ray)
+
+
+def wait_for_ray(api: Api) -> None:
+    """Until the job is Running: every Worker Running and the Ray cluster formed (the run script started), so no
+    Worker restarts under the tests. On a loaded 2-core machine a Ray worker's ``ray start`` can miss the head's
+    registration in GCS ("No node info found for head node in GCS") and the job fails before it ever ran: that is
+    Ray forming, not what these tests check, so the job is started again, at most ``RAY_ATTEMPTS`` times in all;
+    any other end fails at once."""
+    for attempt in range(1, RAY_ATTEMPTS + 1):
+
+        def formed() -> str:
+            code, body = api.call("GET", f"/jobs/{JOB}/")
+            assert code == 200, body
+            status = body["status"]
+            if status["phase"] in ("Failed", "Succeeded"):
+                assert status["phase"] == "Failed" and "Ray" in status["message"], f"job ended: {status}"
+                return "failed: " + status["message"]
+            pods = {w.get("pod"): w.get("phase") for w in status.get("workers") or []}
+            ready = status["phase"] == "Running" and len(pods) == 3 and set(pods.values()) == {"Running"}
+            return "formed" if ready else ""
+
+        what = f"the job Running with every Worker Running (Ray formed), start {attempt} of {RAY_ATTEMPTS}"
+        outcome = wait_for(formed, budget(150), what, interval=1)
+        if outcome == "formed":
+            return
+        print(f"{JOB}: Ray did not form ({outcome[:300]}); starting the job again")
+        code, body = api.call("POST", f"/jobs/{JOB}/start/")
+        assert code in (200, 202), body
+    raise AssertionError(f"Ray did not form in {RAY_ATTEMPTS} starts of {JOB}")
+
+
 @pytest.fixture(scope="module")
 def bastion(console_server, tmp_path_factory):
     out = console_server.manage(
@@ -120,13 +158,7 @@ def bastion(console_server, tmp_path_factory):
     admin = Client(tmp, "admin", console_server.ssh_port)
     _add_key(console_server, "admin", admin.public)
 
-    def running() -> bool:
-        code, body = api.call("GET", f"/jobs/{JOB}/")
-        workers = body["status"].get("workers") or [] if code == 200 else []
-        pods = {w.get("pod"): w.get("phase") for w in workers}
-        return pods.get(HEADER) == "Running" and pods.get(ROLLOUT) == "Running"
-
-    wait_for(running, 150 * LOAD, "Running Workers")
+    wait_for_ray(api)
     yield console_server, api, admin, tmp
     ARTIFACTS.mkdir(exist_ok=True)
     for pod in (HEADER, ROLLOUT):  # what the Workers said, for a failure's post-mortem
@@ -169,8 +201,7 @@ def test_shell_and_exec_through_the_bastion(bastion):
     assert b"tty=/dev/pts" in pty.stdout
     one = admin.ssh("-tt", HEADER, "exit 5")
     assert one.returncode == 5
-    rows = [r for r in _rows(server) if r["worker"] in (HEADER, ROLLOUT)]
-    wait_for(lambda: all(r["ended"] for r in _rows(server)), 20, "all session rows closed")
+    wait_for(lambda: all(r["ended"] for r in _rows(server)), budget(20), "all session rows closed")
     rows = _rows(server)
     assert len(rows) >= 5
     by_code = {r["exit_code"]: r for r in rows}
@@ -231,12 +262,12 @@ def test_local_forward_to_a_server_in_the_worker(bastion, tmp_path):
             )
             return got.stdout.decode()
 
-        assert wait_for(answer, 30, "the forwarded HTTP answer").strip() == f"hello-from-{ROLLOUT}"
+        assert wait_for(answer, budget(30), "the forwarded HTTP answer").strip() == f"hello-from-{ROLLOUT}"
     finally:
         forward.terminate()
         forward.wait(timeout=10)
         admin.ssh(ROLLOUT, f"pkill -f 'http.server {inner}' || true")
-    wait_for(lambda: any(inner in (r["ports"] or []) for r in _rows(_server)), 20, "the forwarded port audited")
+    wait_for(lambda: any(inner in (r["ports"] or []) for r in _rows(_server)), budget(20), "the forwarded port audited")
 
 
 def test_denials(bastion):
@@ -264,7 +295,74 @@ def test_denials(bastion):
     assert "Permission denied (publickey)" in err and "not a registered SSH key of admin" in err
 
 
-@pytest.mark.skip(reason="fails after the stop-11 merge (final CI run); fix first next stop")
+def _rlark(server, api, *args: str) -> subprocess.CompletedProcess:
+    """The ``rlark`` CLI of this checkout, as a user with an API token runs it."""
+    return subprocess.run(
+        [sys.executable, "-c", "import sys; from jobs.cli import main; sys.exit(main())", *args],
+        cwd=ROOT,
+        env={**os.environ, "RLARK_URL": server.url, "RLARK_TOKEN": api.token},
+        capture_output=True,
+        timeout=120,
+    )
+
+
+def test_host_keys_come_from_the_console_on_a_fresh_setup(bastion, tmp_path):
+    """A user with nothing but a registered key and an API token: ``rlark ssh-config`` writes the bastion's and the
+    Workers' host keys into a known_hosts file and a config that checks them strictly on both hops, so plain
+    ``ssh <pod>`` works in batch mode with no "yes" to a fingerprint; ``rlark ssh`` does the same by itself. The
+    trap it avoids: ``ssh -o UserKnownHostsFile=...`` reaches only the last hop of ``-J``, never the jump."""
+    server, api, admin, _tmp = bastion
+    known = tmp_path / "fresh" / "known_hosts"
+    config = _rlark(server, api, "ssh-config", "--job", JOB, "--known-hosts", str(known), "-i", str(admin.key))
+    assert config.returncode == 0, config.stderr.decode()
+    (tmp_path / "config").write_text(config.stdout.decode())
+    lines = known.read_text().splitlines()
+    assert lines[0].startswith(f"[127.0.0.1]:{admin.port} ssh-ed25519 ")
+    assert {line.split()[0] for line in lines[1:]} == {HEADER, f"{JOB}-rollout-0", ROLLOUT}
+    assert known.stat().st_mode & 0o777 == 0o600
+
+    plain = ["ssh", "-F", str(tmp_path / "config"), "-o", "BatchMode=yes"]
+    ran = subprocess.run([*plain, ROLLOUT, "hostname"], capture_output=True, timeout=90)
+    assert ran.returncode == 0 and ran.stdout.decode().strip() == ROLLOUT, ran.stderr.decode()
+    assert b"Permanently added" not in ran.stderr  # nothing trusted on first use: both keys were known
+    assert known.read_text().splitlines() == lines
+
+    # a Worker key that is not the one the console published is refused (strict checking on the inner hop)
+    known.write_text(f"{lines[0]}\n{ROLLOUT} {' '.join(admin.public.split()[:2])}\n")
+    forged = subprocess.run([*plain, ROLLOUT, "true"], capture_output=True, timeout=90)
+    assert forged.returncode == 255 and b"REMOTE HOST IDENTIFICATION HAS CHANGED" in forged.stderr
+
+    # the trap: -o options reach only the last hop of -J; the jump hop asks about its unknown key (no terminal here)
+    known.write_text("\n".join(lines) + "\n")  # both hops' right keys: only the jump hop's lookup can fail
+    only_o = ["-o", f"UserKnownHostsFile={known}", "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes"]
+    trap = subprocess.run(
+        ["ssh", "-F", "/dev/null", *only_o, "-i", str(admin.key), "-J", admin.jump, ROLLOUT, "true"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=90,
+        start_new_session=True,  # no controlling terminal: the jump hop cannot prompt
+    )
+    assert trap.returncode == 255 and b"Host key verification failed" in trap.stderr
+
+    # rlark ssh: writes the keys itself and names the bastion hop with a ProxyCommand carrying its options
+    known.unlink()
+    via_cli = _rlark(
+        server,
+        api,
+        "ssh",
+        "--known-hosts",
+        str(known),
+        "-i",
+        str(admin.key),
+        "--ssh-arg=-oBatchMode=yes",
+        JOB,
+        "rollout-1",
+        "hostname",
+    )
+    assert via_cli.returncode == 0, via_cli.stderr.decode()
+    assert via_cli.stdout.decode().strip() == ROLLOUT and b"Permanently added" not in via_cli.stderr
+
+
 def test_stopping_the_job_closes_sessions_with_a_message(bastion):
     server, api, admin, _tmp = bastion
     session = subprocess.Popen(
@@ -298,7 +396,6 @@ def test_bastion_itself_explains_ssh_j(bastion):
 
 
 @pytest.mark.browser
-@pytest.mark.skip(reason="fails after the stop-11 merge (final CI run); fix first next stop")
 def test_workers_tab_and_ssh_keys_page_in_the_browser(bastion, page):
     """The Workers tab's ready-to-copy command runs as shown; the SSH keys page's fingerprint is the one the
     client recorded in known_hosts. Screenshots in zh and en (test-artifacts/ssh-*.png)."""
@@ -307,14 +404,10 @@ def test_workers_tab_and_ssh_keys_page_in_the_browser(bastion, page):
     from tests.conftest import E2E_ADMIN_PASSWORD
 
     server, api, admin, tmp = bastion
-    if api.call("GET", f"/jobs/{JOB}/")[1]["stopped"]:
-        api.call("POST", f"/jobs/{JOB}/start/")
-
-    def rollout_running() -> bool:
-        workers = api.call("GET", f"/jobs/{JOB}/")[1]["status"]["workers"]
-        return any(w["pod"] == ROLLOUT and w["phase"] == "Running" for w in workers)
-
-    wait_for(rollout_running, 150 * LOAD, "a Running rollout Worker")
+    if api.call("GET", f"/jobs/{JOB}/")[1]["stopped"]:  # the stop test ran before (browser tests run last)
+        code, body = api.call("POST", f"/jobs/{JOB}/start/")
+        assert code in (200, 202), body
+    wait_for_ray(api)
     ARTIFACTS.mkdir(exist_ok=True)
     for lang in ("zh-hans", "en"):
         page.context.clear_cookies()
@@ -327,12 +420,12 @@ def test_workers_tab_and_ssh_keys_page_in_the_browser(bastion, page):
         page.goto(f"{server.url}/jobs/{JOB}/?tab=workers")
         command = page.locator(f'[data-testid="ssh-command-{ROLLOUT}"] code')
         expect(command).to_have_text(f"ssh -J admin@127.0.0.1:{admin.port} {ROLLOUT}")
+        shown = command.inner_text().split()  # read here: the page moves on to the SSH keys page below
         page.screenshot(path=str(ARTIFACTS / f"ssh-workers-tab-{lang}.png"), full_page=True)
         page.goto(f"{server.url}/ssh-keys/")
         fingerprint = page.locator('[data-testid="ssh-bastion-fingerprint"]').inner_text()
         page.locator('[data-testid="ssh-bastion-card"]').scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / f"ssh-keys-page-{lang}.png"), full_page=True)
-    shown = command.inner_text().split()
     ran = subprocess.run([*shown[:1], "-F", str(admin.config), *shown[1:], "hostname"], capture_output=True, timeout=90)
     assert ran.stdout.decode().strip() == ROLLOUT, ran.stderr.decode()
     scan = subprocess.run(

@@ -10,11 +10,15 @@ from rest_framework.test import APIClient
 
 from accounts.authentication import issue_token
 from sshgate import access, hostkeys, sessions
-from sshgate.cli import pick_worker, ssh_config_text
+from sshgate.cli import pick_worker, proxy_command, ssh_config_text, write_known_hosts
 from sshkeys.services import add_key
 from tests.jobs.test_job_pages import fake, running, submit  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
+
+
+def _public(key: asyncssh.SSHKey) -> str:
+    return " ".join(key.export_public_key().decode().split()[:2])
 
 
 def _public_key() -> str:
@@ -51,7 +55,8 @@ def test_ssh_keys_page_explains_the_flow_with_the_host_key_fingerprint(client, a
     assert "Connecting to Workers" in en and "a key deleted here stops working at once" in en and fingerprint in en
 
 
-def test_api_lists_only_reachable_workers_and_feeds_the_cli(fake, alice, bob):  # noqa: F811
+def test_api_lists_only_reachable_workers_and_feeds_the_cli(fake, alice, bob, settings, tmp_path):  # noqa: F811
+    settings.VAR_DIR = tmp_path / "var"
     job = running(fake, submit(alice))
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(alice, 'cli')[1]}")
@@ -65,6 +70,24 @@ def test_api_lists_only_reachable_workers_and_feeds_the_cli(fake, alice, bob):  
     config = ssh_config_text(body, "http://testserver")
     assert "Host rlark-bastion\n    HostName testserver\n    Port 2222\n    User alice" in config
     assert "Host demo-rollout-1\n    ProxyJump rlark-bastion" in config
+    # the host keys the bastion presents, as known_hosts lines: the bastion at its port, each Worker on 22
+    bastion_line, *worker_lines = body["known_hosts"]
+    assert bastion_line == f"[testserver]:2222 {_public(hostkeys.bastion_key())}"
+    assert worker_lines == [f"{pod} {_public(hostkeys.worker_key(pod))}" for pod in pods]
+    known = tmp_path / "home" / ".ssh" / "rlark_known_hosts"
+    known.parent.mkdir(parents=True)
+    known.write_text("# mine\nother.example ssh-ed25519 AAAAkeep\ndemo-header-0 ssh-ed25519 AAAAstale\n")
+    write_known_hosts(known, body["known_hosts"])
+    merged = known.read_text().splitlines()
+    assert merged[:2] == ["# mine", "other.example ssh-ed25519 AAAAkeep"] and merged[2:] == body["known_hosts"]
+    assert known.stat().st_mode & 0o777 == 0o600
+    strict = ssh_config_text(body, "http://testserver", known, "~/.ssh/id_work")
+    entry = f"Host demo-rollout-1\n    ProxyJump rlark-bastion\n    User root\n    UserKnownHostsFile {known}\n"
+    assert entry in strict
+    assert strict.count("StrictHostKeyChecking yes") == 4 and "IdentitiesOnly yes" in strict
+    hop = proxy_command("/usr/bin/ssh", body, known, "")
+    checked = f"-o UserKnownHostsFile={known} -o StrictHostKeyChecking=yes"
+    assert hop == f"/usr/bin/ssh {checked} -p 2222 alice@testserver -W %h:%p"
     other = APIClient()
     other.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(bob, 'cli')[1]}")
     assert other.get(f"/api/v1/ssh/?job={job.name}").status_code == 404
