@@ -208,3 +208,61 @@ def test_head_check_failure_run_script_exit_code_and_idle(tmp_path):
     assert not any(pid_alive(p) for p in members if p != pod.proc.pid)
     assert watch.samples > 3 and watch.checked > 0
     assert watch.bad == set(), f"non-loopback connections: {watch.bad}"
+
+
+FAKE_RAY = r"""mkdir -p "$HOME/bin"
+cat > "$HOME/bin/ray" <<'RAY'
+#!/bin/bash
+# a `ray` whose `start` fails its first FAILS times as a head not yet in its GCS does, then runs
+if [ "$1" = start ]; then
+    n=$(( $(cat "$HOME/starts" 2>/dev/null || echo 0) + 1 )); echo "$n" > "$HOME/starts"
+    if [ "$n" -le "$FAILS" ]; then echo "RPC error: Deadline Exceeded (start $n)" >&2; exit 1; fi
+    echo "ray node running (start $n)"; trap 'exit 0' TERM; sleep 600 & wait; exit 0
+fi
+exit 0
+RAY
+chmod +x "$HOME/bin/ray"
+export PATH="$HOME/bin:$PATH"
+"""
+
+
+@pytest.mark.parametrize(("fails", "attempts", "runs"), [(2, "5", True), (9, "3", False)])
+def test_a_ray_start_that_fails_at_once_is_retried_a_bounded_number_of_times(tmp_path, fails, attempts, runs):
+    """Under load the head's port answers before the head is in its GCS, and `ray start --address` fails at once
+    ("No node info found for head node", "Deadline Exceeded"): the worker retries, at most
+    RLARK_RAY_START_ATTEMPTS times, and then exits with Ray's code."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))  # the head's port answers
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    pod = Pod(
+        tmp_path,
+        "j-rollout-0",
+        "ray_worker.sh",
+        {
+            "RLARK_NODE_RANK_START": "1",
+            "RLARK_HEAD_ADDRESS": "127.0.0.1",
+            "RLARK_RAY_PORT": str(port),
+            "RLARK_PREPARE_SCRIPT": FAKE_RAY,
+            "RLARK_RAY_START_ATTEMPTS": attempts,
+            "FAILS": str(fails),
+        },
+    )
+    try:
+        if runs:
+            pod.wait_log(f"ray node running (start {fails + 1})", 60)
+            log = pod.log
+            assert log.count("ray start failed with code 1") == fails, log
+            assert "(attempt 2); retrying in 2 s..." in log
+            assert pod.proc.poll() is None  # the Ray node runs on
+        else:
+            assert pod.wait(60) == 1
+            log = pod.log
+            assert log.count("ray start failed with code 1") == int(attempts) - 1, log  # 3 starts in all
+            assert (tmp_path / "j-rollout-0" / "home" / "starts").read_text().strip() == attempts
+            assert "Ray worker process exited with code 1" in log and "ray node running" not in log
+    finally:
+        pod.kill()
+        listener.close()
