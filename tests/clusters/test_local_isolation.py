@@ -201,3 +201,19 @@ def test_a_worker_on_the_hosts_loopback_cannot_use_the_consoles_postgres_or_redi
     assert "LEAKED-VARS 0" in log, log
     assert "POSTGRES REFUSED" in log and "password" in log.lower(), log
     assert "REDIS -NOAUTH" in log, log
+
+
+def test_exec_right_after_the_worker_starts_enters_its_namespaces(sup):
+    """A WebTerminal or SSH session opened the moment a Worker starts used to fail with "nsenter: reassociate to
+    namespace 'ns/user' failed" (its PID 1 had not entered the id-mapped user namespace yet): exec now waits for it."""
+    rt = sup.runtime(NODES)
+    rt.ping()
+    for i in range(4):
+        rt.apply_task(manifest(f"early{i}", "header", head=True, command=["bash", "-c", "sleep 600"]))
+        stream = rt.exec("rlark-system", f"early{i}-header-0", ["bash", "-c", "echo IN-$(id -u)-$(hostname)"])
+        out = b""
+        while (chunk := stream.read(5.0)) != b"":
+            out += chunk or b""
+        stream.close()
+        assert f"IN-0-early{i}-header-0" in out.decode(errors="replace"), out
+        rt.delete_task("rlark-system", f"early{i}-header")

@@ -24,6 +24,7 @@ import socket
 import struct
 import subprocess
 import termios
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -45,6 +46,7 @@ from clusters.runtime.local.scheduling import parse_quantity
 from clusters.runtime.local.supervision import pod_dir, socket_path
 
 CHUNK = 64 * 1024
+EXEC_READY_WAIT = 15.0  # seconds exec waits for a just-started Worker's namespaces
 
 
 def _dt(value: str | None) -> datetime | None:
@@ -242,7 +244,14 @@ class LocalRuntime(Runtime):
         return chunks()
 
     def exec(self, namespace: str, pod: str, command: list[str] | None = None) -> LocalExecStream:
+        """A process in the Worker's namespaces. A Worker that started a moment ago (its namespaces not set up
+        yet) is waited for up to ``EXEC_READY_WAIT`` seconds. Raises PodNotFound, or RuntimeFailure
+        (``conflict``) when no container runs."""
         info = self.pod_info(pod)
+        deadline = time.monotonic() + EXEC_READY_WAIT
+        while not info.get("ns_pid") and info.get("phase") in ("Pending", "Running") and time.monotonic() < deadline:
+            time.sleep(0.2)
+            info = self.pod_info(pod)
         ns_pid = info.get("ns_pid")
         if not ns_pid:
             raise RuntimeFailure(f"pod {pod} has no running container", "conflict")

@@ -836,7 +836,17 @@ class Supervisor:
             children = psutil.Process(pod["pid"]).children()
         except psutil.Error:
             return None
-        return children[0].pid if children else None
+        if not children:
+            return None
+        if self.ids is not None:
+            # podinit.sh enters the id-mapped user namespace by exec'ing `unshare --user` as this same PID: until it
+            # has, `nsenter --user` into it fails ("reassociate to namespace 'ns/user' failed"), so it is not ready.
+            try:
+                if os.readlink(f"/proc/{children[0].pid}/ns/user") == os.readlink("/proc/self/ns/user"):
+                    return None
+            except OSError:
+                return None
+        return children[0].pid
 
     def _public_pod(self, pkey: str, pod: dict[str, Any]) -> dict[str, Any]:
         out = {
