@@ -204,6 +204,50 @@ BENIGN_RE = re.compile(
     r"Run script exited with code 0"
 )
 
+# Prefilters (issue 18: a 200-Worker Diagnosis ran 3 M regex searches). Each is one search that every line the
+# full patterns could match also matches, so a line of plain training output costs one search, not twenty:
+# - a literal every wrapper marker regex needs (``MARKERS``, in order);
+MARKER_LITERALS = (
+    "RLINF_NODE_RANK: ",
+    "rlark-sshd started on port 22",
+    "SSH public key injected into authorized_keys",
+    "Executing prepare script...",
+    "Error: Ray CLI is not found.",
+    "Resolved domain IP: ",
+    "Waiting for ",
+    "Warning: Ray cluster check failed, proceeding anyway.",
+    "Ray cluster is ready. Printing cluster information:",
+    "Executing run script...",
+    "No run script provided, keeping cluster alive.",
+    "Run script exited with code ",
+    "Connecting to Ray head at ",
+    "HEAD IP: ",
+    "Head is reachable at ",
+    "Ray worker process exited with code ",
+    "Stopping Ray ",
+)
+MARKER_PREFILTER = re.compile("|".join(re.escape(x) for x in MARKER_LITERALS))
+# - and a literal of every other line the scan counts (head/domain waits, ray_check.py, RLinf);
+SCAN_PREFILTER = re.compile(
+    "|".join(
+        re.escape(x)
+        for x in (
+            *MARKER_LITERALS,
+            "Current node count: ",
+            "Found ",
+            "Cluster is ready: ",
+            "Error: Cluster did not become ready",
+            "RLinf is running on a cluster with ",
+        )
+    )
+)
+# - one search with the result of ``ERROR_LINE_RE or SHM_RE or NCCL_RE`` (all three ignore case);
+ERROR_ANY_RE = re.compile("|".join(f"(?:{r.pattern})" for r in (ERROR_LINE_RE, SHM_RE, NCCL_RE)), re.IGNORECASE)
+# - a superset of the diagnosis's text signatures (``SHM_RE``, ``NCCL_RE``, ``ROBOT_RE``, ``RLINF_FAILURE``).
+SIGNATURE_PREFILTER = re.compile(
+    "|".join(f"(?:{r.pattern})" for r in (SHM_RE, NCCL_RE, ROBOT_RE, RLINF_FAILURE)), re.IGNORECASE
+)
+
 
 # --- the full scan (diagnosis, pending reasons, run check) ---------------------------------------------------
 
@@ -251,6 +295,7 @@ class LogScan:
     rlinf_nodes: int | None = None
     rlinf_cluster_line: tuple[int, str] | None = None
     pattern_hits: dict[str, tuple[int, str]] = field(default_factory=dict)
+    _first_errors: dict[int, tuple[int, str] | None] = field(default_factory=dict, repr=False, compare=False)
 
     def first(self, key: str) -> Marker | None:
         return next((m for m in self.markers if m.key == key), None)
@@ -275,7 +320,13 @@ class LogScan:
         return None
 
     def first_error_after(self, line_no: int) -> tuple[int, str] | None:
-        """First error-looking line after ``line_no`` (1-based), the wrappers' routine lines excluded."""
+        """First error-looking line after ``line_no`` (1-based), the wrappers' routine lines excluded (remembered
+        per ``line_no``: the timeline, the findings and the page ask more than once)."""
+        if line_no not in self._first_errors:
+            self._first_errors[line_no] = self._first_error_after(line_no)
+        return self._first_errors[line_no]
+
+    def _first_error_after(self, line_no: int) -> tuple[int, str] | None:
         for idx in range(max(line_no, self.segment_start - 1), len(self.lines)):
             text = self.lines[idx]
             if not text.strip() or BENIGN_RE.search(text):
@@ -287,13 +338,14 @@ class LogScan:
                 if m.failed:
                     return idx + 1, text
                 continue
-            if ERROR_LINE_RE.search(text) or SHM_RE.search(text) or NCCL_RE.search(text):
+            if ERROR_ANY_RE.search(text):
                 return idx + 1, text
         return None
 
 
 def match_marker(text: str) -> tuple[str, dict[str, str]] | None:
-    if not text:
+    """The first wrapper marker (``MARKERS`` order) ``text`` holds: ``(key, regex groups)``, else None."""
+    if not text or not MARKER_PREFILTER.search(text):
         return None
     for key, regex, _ in MARKERS:
         m = regex.search(text)
@@ -328,7 +380,7 @@ def scan_log(log: str | Iterable[str], patterns: dict[str, str] | None = None) -
         for name, regex in compiled.items():
             if name not in scan.pattern_hits and regex.search(text):
                 scan.pattern_hits[name] = (line_no, text)
-        if line_no < scan.segment_start:
+        if line_no < scan.segment_start or not SCAN_PREFILTER.search(text):
             continue
         if HEAD_WAIT_ATTEMPT.search(text):
             scan.head_wait_attempts += 1
