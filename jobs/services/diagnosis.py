@@ -34,10 +34,10 @@ from jobs.services.log_markers import (
     RLINF_FAILURE,
     ROBOT_RE,
     SHM_RE,
-    SIGNATURE_PREFILTER,
     WARNING,
     LogScan,
     Marker,
+    may_have_signature,
     scan_log,
 )
 from jobs.services.worker_logs import read_logs
@@ -647,7 +647,7 @@ def log_findings(worker: WorkerInput, scan: LogScan) -> list[Finding]:
     # Text signatures anywhere in the current run.
     for idx in range(scan.segment_start - 1, len(scan.lines)):
         text = scan.lines[idx]
-        if not text.strip() or not SIGNATURE_PREFILTER.search(text):
+        if not text.strip() or not may_have_signature(text):
             continue
         if "shm_or_disk" not in seen and SHM_RE.search(text):
             add("shm_or_disk", ERROR, (idx + 1, text))
