@@ -37,7 +37,6 @@ from jobs.services.log_markers import (
     WARNING,
     LogScan,
     Marker,
-    may_have_signature,
     scan_log,
 )
 from jobs.services.worker_logs import read_logs
@@ -645,9 +644,9 @@ def log_findings(worker: WorkerInput, scan: LogScan) -> list[Finding]:
             add("ray_partial", ERROR, scan.rlinf_waiting_line, detail_key="ray_partial_rlinf", params={"n": n, "k": k})
 
     # Text signatures anywhere in the current run.
-    for idx in range(scan.segment_start - 1, len(scan.lines)):
+    for idx in scan.candidate_lines("signature", scan.segment_start - 1):  # no other line can match
         text = scan.lines[idx]
-        if not text.strip() or not may_have_signature(text):
+        if not text.strip():
             continue
         if "shm_or_disk" not in seen and SHM_RE.search(text):
             add("shm_or_disk", ERROR, (idx + 1, text))
