@@ -24,7 +24,6 @@ from accounts import policy
 from accounts.audit import record
 from jobs.services import diagnosis as diagnosis_service
 from jobs.services import metrics as metrics_service
-from jobs.services import pending as pending_service
 from jobs.services import runcheck as runcheck_service
 from jobs.services.headline import worker_phase, worker_phase_label
 from jobs.services.metric_charts import metric_chart_context
@@ -45,8 +44,7 @@ def diagnosis(request: HttpRequest, name: str) -> HttpResponse:
     """Diagnosis tab."""
     job = policy.get_job_for(request.user, name)
     lang = _lang()
-    result = diagnosis_service.diagnose_job(job)
-    reasons = pending_service.job_pending_reasons(job)
+    result, reasons = diagnosis_service.diagnosis_and_pending(job)
     context = _base(request, job, "diagnosis")
     diag = result.to_dict(lang)
     for w in diag.get("workers") or []:  # the same name for a finished Worker as every other tab

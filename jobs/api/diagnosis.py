@@ -30,7 +30,6 @@ from accounts import policy
 from accounts.audit import record
 from jobs.services import diagnosis as diagnosis_service
 from jobs.services import metrics as metrics_service
-from jobs.services import pending as pending_service
 from jobs.services import runcheck as runcheck_service
 
 
@@ -45,8 +44,8 @@ class JobDiagnosisView(APIView):
     def get(self, request, name: str):
         job = policy.get_job_for(request.user, name)
         lang = _lang()
-        data = diagnosis_service.diagnose_job(job).to_dict(lang)
-        reasons = pending_service.job_pending_reasons(job)
+        result, reasons = diagnosis_service.diagnosis_and_pending(job)
+        data = result.to_dict(lang)
         data["pending"] = {role: [r.to_dict(lang) for r in items] for role, items in reasons.items()}
         return Response(data)
 

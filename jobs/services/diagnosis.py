@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.services import node_findings
+from jobs.services import node_findings, pending
 from jobs.services.log_markers import (
     ERROR,
     NCCL_RE,
@@ -39,7 +39,7 @@ from jobs.services.log_markers import (
     Marker,
     scan_log,
 )
-from jobs.services.status import read_pod_log
+from jobs.services.worker_logs import read_logs
 
 IMAGE_PULL_REASONS = {
     "ErrImagePull",
@@ -644,7 +644,7 @@ def log_findings(worker: WorkerInput, scan: LogScan) -> list[Finding]:
             add("ray_partial", ERROR, scan.rlinf_waiting_line, detail_key="ray_partial_rlinf", params={"n": n, "k": k})
 
     # Text signatures anywhere in the current run.
-    for idx in range(scan.segment_start - 1, len(scan.lines)):
+    for idx in scan.candidate_lines("signature", scan.segment_start - 1):  # no other line can match
         text = scan.lines[idx]
         if not text.strip():
             continue
@@ -680,10 +680,17 @@ def diagnose(workers: list[WorkerInput]) -> JobDiagnosis:
 # --- database + runtime ---------------------------------------------------------------------------------------
 
 
-def worker_inputs(job, with_logs: bool = True) -> list[WorkerInput]:
-    """One :class:`WorkerInput` per expected replica and per synced Pod of ``job``, in rank order."""
+def worker_inputs(job, with_logs: bool = True, tasks: list | None = None) -> list[WorkerInput]:
+    """One :class:`WorkerInput` per expected replica and per synced Pod of ``job``, in rank order.
+
+    ``tasks``: the job's Tasks with ``cluster`` and ``pods`` loaded, when the caller has them; else two queries
+    load them. The logs of all synced Pods are read together (``jobs.services.worker_logs.read_logs``)."""
+    if tasks is None:
+        tasks = job_tasks(job)
+    names = [p.name for task in tasks for p in task.pods.all()]
+    logs = read_logs(job, tasks, names) if with_logs else {}
     out: list[WorkerInput] = []
-    for task in job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"):
+    for task in tasks:
         pods = {p.ordinal: p for p in task.pods.all()}
         role = task.display_role or task.template_name
         for ordinal in sorted(set(range(task.replicas)) | set(pods)):
@@ -696,7 +703,7 @@ def worker_inputs(job, with_logs: bool = True) -> list[WorkerInput]:
                     head=task.head,
                     expected_rank=task.rank_start + ordinal,
                     phase=pod.phase if pod else "",
-                    log=read_pod_log(job, name) if (with_logs and pod is not None) else "",
+                    log=logs.get(name, "") if pod is not None else "",
                     container=dict(pod.container_state or {}) if pod else {},
                     events=list(pod.events or []) if pod else [],
                     restart_count=pod.restart_count if pod else 0,
@@ -706,10 +713,24 @@ def worker_inputs(job, with_logs: bool = True) -> list[WorkerInput]:
     return out
 
 
+def job_tasks(job) -> list:
+    """The job's Tasks in order, with their cluster and Pods loaded (two queries)."""
+    return list(job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"))
+
+
 def diagnose_job(job, workers: list[WorkerInput] | None = None) -> JobDiagnosis:
     """Diagnose a stored Job (reads Pods from the database and logs from the runtime), plus the problems of the
     Workers' nodes (``jobs.services.node_findings``, issue 15)."""
     return add_node_findings(job, diagnose(workers if workers is not None else worker_inputs(job)))
+
+
+def diagnosis_and_pending(job) -> tuple[JobDiagnosis, dict[str, list[pending.PendingReason]]]:
+    """What the Diagnosis tab shows: :func:`diagnose_job` and the pending reasons per role
+    (``jobs.services.pending``), from one load of the job's Tasks and Pods and one read of each Worker's log."""
+    tasks = job_tasks(job)
+    workers = worker_inputs(job, tasks=tasks)
+    logs = {w.pod: str(w.log) for w in workers if w.exists}
+    return diagnose_job(job, workers), pending.job_pending_reasons(job, tasks=tasks, logs=logs)
 
 
 FINDING_TEXT.setdefault(node_findings.CODE, node_findings.TEXT)

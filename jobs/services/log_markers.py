@@ -17,6 +17,7 @@ Sources: upstream-rlark 5.1/5.3 (the wrapper markers, byte-identical, in the ord
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -204,6 +205,87 @@ BENIGN_RE = re.compile(
     r"Run script exited with code 0"
 )
 
+# Prefilters (issue 18: a 200-Worker Diagnosis ran 3 M regex searches). Each is one search that every line the
+# full patterns could match also matches, so a line of plain training output costs one search, not twenty:
+# - a literal every wrapper marker regex needs (``MARKERS``, in order);
+MARKER_LITERALS = (
+    "RLINF_NODE_RANK: ",
+    "rlark-sshd started on port 22",
+    "SSH public key injected into authorized_keys",
+    "Executing prepare script...",
+    "Error: Ray CLI is not found.",
+    "Resolved domain IP: ",
+    "Waiting for ",
+    "Warning: Ray cluster check failed, proceeding anyway.",
+    "Ray cluster is ready. Printing cluster information:",
+    "Executing run script...",
+    "No run script provided, keeping cluster alive.",
+    "Run script exited with code ",
+    "Connecting to Ray head at ",
+    "HEAD IP: ",
+    "Head is reachable at ",
+    "Ray worker process exited with code ",
+    "Stopping Ray ",
+)
+MARKER_PREFILTER = re.compile("|".join(re.escape(x) for x in MARKER_LITERALS))
+# - and a literal of every other line the scan counts (head/domain waits, ray_check.py, RLinf);
+SCAN_LITERALS = (
+    *MARKER_LITERALS,
+    "Current node count: ",
+    "Found ",
+    "Cluster is ready: ",
+    "Error: Cluster did not become ready",
+    "RLinf is running on a cluster with ",
+)
+# - one search with the result of ``ERROR_LINE_RE or SHM_RE or NCCL_RE`` (all three ignore case);
+ERROR_ANY_RE = re.compile("|".join(f"(?:{r.pattern})" for r in (ERROR_LINE_RE, SHM_RE, NCCL_RE)), re.IGNORECASE)
+# - the lowercase literals that every match of ``ERROR_ANY_RE``, resp. of the diagnosis's text signatures
+#   (``SHM_RE``, ``NCCL_RE``, ``ROBOT_RE``, ``RLINF_FAILURE``), contains.
+_SHM_NCCL = ("no space left on device", "/dev/shm", "shared", "nccl", "watchdog caught")
+ERROR_WORDS = (
+    *("error", "exception", "traceback", "fatal", "panic", "fail", "killed", "segmentation fault", "core dumped"),
+    *("permission denied", "no such file or directory", "command not found", "not found", "cannot", "could not"),
+    *("timed out", *_SHM_NCCL),
+)
+SIGNATURE_WORDS = (*_SHM_NCCL, "franka", "robot", "realsense", "camera", "gripper", "exiting main")
+SIGNATURE_RE = re.compile(
+    "|".join(f"(?:{r.pattern})" for r in (SHM_RE, NCCL_RE, ROBOT_RE, RLINF_FAILURE)), re.IGNORECASE
+)
+
+
+def lines_with(lines: list[str], literals: tuple[str, ...], fold: bool = False) -> list[int]:
+    """Sorted 0-based indices of ``lines`` holding one of ``literals``, found by ``str.find`` over the joined text
+    (C speed: a per-line search of ~20 alternatives cost ~10-100 us a line). ``fold``: the literals are lowercase
+    and looked for in the lowered lines, and every non-ASCII line is counted in (Unicode case folding is not
+    plain lowercasing, so only the full pattern can tell)."""
+    hay_lines = [line.lower() for line in lines] if fold else lines
+    starts: list[int] = []
+    pos = 0
+    for line in hay_lines:
+        starts.append(pos)
+        pos += len(line) + 1
+    hay = "\n".join(hay_lines)
+    found: set[int] = set()
+    for literal in literals:
+        at = hay.find(literal)
+        while at != -1:
+            idx = bisect_right(starts, at) - 1
+            found.add(idx)
+            at = hay.find(literal, starts[idx + 1] if idx + 1 < len(starts) else len(hay))
+    if fold:
+        found.update(i for i, line in enumerate(lines) if not line.isascii())
+    return sorted(found)
+
+
+def looks_like_error(text: str) -> bool:
+    """``ERROR_LINE_RE or SHM_RE or NCCL_RE`` matches ``text``."""
+    return ERROR_ANY_RE.search(text) is not None
+
+
+def may_have_signature(text: str) -> bool:
+    """False when none of ``SHM_RE``, ``NCCL_RE``, ``ROBOT_RE``, ``RLINF_FAILURE`` can match ``text``."""
+    return bool(lines_with([text], SIGNATURE_WORDS, fold=True))
+
 
 # --- the full scan (diagnosis, pending reasons, run check) ---------------------------------------------------
 
@@ -251,6 +333,21 @@ class LogScan:
     rlinf_nodes: int | None = None
     rlinf_cluster_line: tuple[int, str] | None = None
     pattern_hits: dict[str, tuple[int, str]] = field(default_factory=dict)
+    _first_errors: dict[int, tuple[int, str] | None] = field(default_factory=dict, repr=False, compare=False)
+    _candidates: dict[str, list[int]] = field(default_factory=dict, repr=False, compare=False)
+
+    def candidate_lines(self, kind: str, start: int = 0) -> list[int]:
+        """0-based indices from ``start`` on of the lines that may hold an error or a marker (``kind`` "error")
+        or one of the diagnosis's text signatures ("signature"): every other line cannot (:func:`lines_with`)."""
+        if kind not in self._candidates:
+            if kind == "error":
+                found = set(lines_with(self.lines, ERROR_WORDS, fold=True))
+                found.update(lines_with(self.lines, MARKER_LITERALS))
+                self._candidates[kind] = sorted(found)
+            else:
+                self._candidates[kind] = lines_with(self.lines, SIGNATURE_WORDS, fold=True)
+        lines = self._candidates[kind]
+        return lines[bisect_left(lines, start) :]
 
     def first(self, key: str) -> Marker | None:
         return next((m for m in self.markers if m.key == key), None)
@@ -275,8 +372,14 @@ class LogScan:
         return None
 
     def first_error_after(self, line_no: int) -> tuple[int, str] | None:
-        """First error-looking line after ``line_no`` (1-based), the wrappers' routine lines excluded."""
-        for idx in range(max(line_no, self.segment_start - 1), len(self.lines)):
+        """First error-looking line after ``line_no`` (1-based), the wrappers' routine lines excluded (remembered
+        per ``line_no``: the timeline, the findings and the page ask more than once)."""
+        if line_no not in self._first_errors:
+            self._first_errors[line_no] = self._first_error_after(line_no)
+        return self._first_errors[line_no]
+
+    def _first_error_after(self, line_no: int) -> tuple[int, str] | None:
+        for idx in self.candidate_lines("error", max(line_no, self.segment_start - 1)):
             text = self.lines[idx]
             if not text.strip() or BENIGN_RE.search(text):
                 continue
@@ -287,13 +390,14 @@ class LogScan:
                 if m.failed:
                     return idx + 1, text
                 continue
-            if ERROR_LINE_RE.search(text) or SHM_RE.search(text) or NCCL_RE.search(text):
+            if ERROR_ANY_RE.search(text):
                 return idx + 1, text
         return None
 
 
 def match_marker(text: str) -> tuple[str, dict[str, str]] | None:
-    if not text:
+    """The first wrapper marker (``MARKERS`` order) ``text`` holds: ``(key, regex groups)``, else None."""
+    if not text or not MARKER_PREFILTER.search(text):
         return None
     for key, regex, _ in MARKERS:
         m = regex.search(text)
@@ -318,18 +422,20 @@ def scan_log(log: str | Iterable[str], patterns: dict[str, str] | None = None) -
             compiled[name] = re.compile(pattern)
         except re.error:
             compiled[name] = re.compile(re.escape(pattern))
+    for name, regex in compiled.items():
+        hit = next(((i + 1, text) for i, text in enumerate(scan.lines) if regex.search(text)), None)
+        if hit is not None:
+            scan.pattern_hits[name] = hit
+    scan.pattern_hits = dict(sorted(scan.pattern_hits.items(), key=lambda item: item[1][0]))  # in log order
+    candidates = lines_with(scan.lines, SCAN_LITERALS)  # no other line can hold what the scan counts
     # The last run starts at the last RLINF_NODE_RANK line (a restarted container appends a new run).
-    for idx in range(len(scan.lines) - 1, -1, -1):
+    for idx in reversed(candidates):
         if MARKERS[0][1].search(scan.lines[idx]):
             scan.segment_start = idx + 1
             break
-    for idx, text in enumerate(scan.lines):
+    for idx in candidates[bisect_left(candidates, scan.segment_start - 1) :]:
+        text = scan.lines[idx]
         line_no = idx + 1
-        for name, regex in compiled.items():
-            if name not in scan.pattern_hits and regex.search(text):
-                scan.pattern_hits[name] = (line_no, text)
-        if line_no < scan.segment_start:
-            continue
         if HEAD_WAIT_ATTEMPT.search(text):
             scan.head_wait_attempts += 1
             continue

@@ -26,7 +26,7 @@ from clusters.models import Node
 from clusters.runtime.base import RuntimeFailure
 from clusters.runtime.registry import get_runtime
 from jobs.services.log_markers import scan_log
-from jobs.services.status import read_pod_log
+from jobs.services.worker_logs import read_logs
 from jobs.spec.layout import main_container
 from jobs.spec.quantity import format_number, parse_quantity
 from jobs.spec.selectors import matches, template_selector
@@ -370,18 +370,35 @@ def _requests_of(template: dict) -> dict[str, float]:
     return out
 
 
-def role_inputs(job, with_logs: bool = True) -> list[RoleInput]:
-    """Build :class:`RoleInput` rows from the Job's Tasks, Pod rows and spec templates."""
+def _needs_stage(p) -> bool:
+    """A Pod whose last wrapper stage explains why it is not ready yet."""
+    return p.phase in ("Running", "Pending") and not (p.container_state or {}).get("ready")
+
+
+def role_inputs(
+    job, with_logs: bool = True, tasks: list | None = None, logs: dict[str, str] | None = None
+) -> list[RoleInput]:
+    """Build :class:`RoleInput` rows from the Job's Tasks, Pod rows and spec templates.
+
+    ``tasks``: the job's Tasks with ``cluster`` and ``pods`` loaded, when the caller has them; ``logs``: Pod name
+    -> log text the caller already read (the Diagnosis tab's); the other needed logs are read together."""
 
     templates = {str(t.get("name")): t for t in job.spec_section.get("tasks") or [] if isinstance(t, dict)}
+    if tasks is None:
+        tasks = list(job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"))
+    logs = dict(logs or {})
+    if with_logs:
+        wanted = [p.name for t in tasks for p in t.pods.all() if _needs_stage(p) and p.name not in logs]
+        if wanted:
+            logs.update(read_logs(job, tasks, wanted))
     out = []
-    for task in job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"):
+    for task in tasks:
         template = templates.get(task.template_name, {})
         pods = []
         for p in task.pods.all():
             last_stage = None
-            if with_logs and p.phase in ("Running", "Pending") and not (p.container_state or {}).get("ready"):
-                stage = scan_log(read_pod_log(job, p.name)).last_stage
+            if with_logs and _needs_stage(p):
+                stage = scan_log(logs.get(p.name, "")).last_stage
                 last_stage = stage.key if stage else None
             pods.append(
                 PodView(
@@ -443,10 +460,13 @@ def _add_workload_events(task, template: dict, role: RoleInput) -> None:
         return
 
 
-def node_views(job) -> list[NodeView]:
-    """The nodes of every cluster the Job's Tasks run on."""
+def node_views(job, tasks: list | None = None) -> list[NodeView]:
+    """The nodes of every cluster the Job's Tasks (``tasks`` when loaded already) run on."""
 
-    cluster_ids = set(job.tasks.values_list("cluster_id", flat=True))
+    if tasks is None:
+        cluster_ids = set(job.tasks.values_list("cluster_id", flat=True))
+    else:
+        cluster_ids = {t.cluster_id for t in tasks}
     out = []
     for n in Node.objects.filter(cluster_id__in=cluster_ids, system=False):
         alloc = n.allocatable or n.capacity or {}
@@ -470,6 +490,8 @@ def _num(value: Any) -> float:
         return 0.0
 
 
-def job_pending_reasons(job, with_logs: bool = True) -> dict[str, list[PendingReason]]:
-    """Pending reasons of every role of a stored Job."""
-    return pending_reasons(role_inputs(job, with_logs=with_logs), node_views(job))
+def job_pending_reasons(
+    job, with_logs: bool = True, tasks: list | None = None, logs: dict[str, str] | None = None
+) -> dict[str, list[PendingReason]]:
+    """Pending reasons of every role of a stored Job (``tasks`` and ``logs`` as in :func:`role_inputs`)."""
+    return pending_reasons(role_inputs(job, with_logs=with_logs, tasks=tasks, logs=logs), node_views(job, tasks))

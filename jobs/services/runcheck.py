@@ -36,7 +36,8 @@ from jobs.services.diagnosis import stage_label
 from jobs.services.headline import worker_phase_of
 from jobs.services.log_markers import RLINF_CLUSTER, LogScan, scan_log
 from jobs.services.run_prefix import run_path
-from jobs.services.status import pod_ready, read_pod_log
+from jobs.services.status import pod_ready
+from jobs.services.worker_logs import read_logs
 from jobs.spec.layout import display_role_of, main_container, task_layout
 from jobs.spec.mounts import host_path_for
 from jobs.spec.rlinf import num_nodes_of
@@ -795,7 +796,7 @@ def check_output(path: str, templates: list[dict], runtime_kind: str) -> OutputC
 
 
 def gather(job, now: datetime | None = None, logs: dict[str, str] | None = None) -> RunCheckInput:
-    """Build the input of the checks from a stored Job (reads logs through ``status.read_pod_log``)."""
+    """Build the input of the checks from a stored Job (reads the logs together, ``worker_logs.read_logs``)."""
     from django.utils import timezone
 
     spec = job.spec_section
@@ -821,7 +822,7 @@ def gather(job, now: datetime | None = None, logs: dict[str, str] | None = None)
     ]
     nodes = {n.name: dict(n.labels or {}) for n in Node.objects.filter(cluster_id__in={t.cluster_id for t in tasks})}
     if logs is None:
-        logs = {p.name: read_pod_log(job, p.name) for p in pods}
+        logs = read_logs(job, tasks, [p.name for p in pods])
     settings = settings_of(job.run_check)
     head_task = next((t for t in tasks if t.head), tasks[0] if tasks else None)
     ordered = [templates[t.template_name] for t in tasks if t.template_name in templates]

@@ -193,41 +193,51 @@ LOG_TAIL_LINES = 5000  # and from its end
 def read_pod_log(job, pod_name: str) -> str:
     """A Worker's ``main`` log for diagnosis: the first ``LOG_HEAD_LINES`` and last ``LOG_TAIL_LINES`` lines
     (streamed, constant memory). Falls back to the archived copy / tail read of :func:`read_worker_log`.
-    Returns "" when no log can be read (Pod gone, cluster unreachable)."""
+    Returns "" when no log can be read (Pod gone, cluster unreachable). For many Workers of one job, use
+    ``jobs.services.worker_logs.read_logs`` (one Task query and one runtime per cluster for all of them)."""
     task = next((t for t in job.tasks.select_related("cluster") if pod_name.rpartition("-")[0] == t.name), None)
     if task is not None:
         try:
-            head: list[str] = []
-            tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
-            skipped = 0
-            buf = b""
-            stream = registry.runtime_for(task.cluster).stream_log(task.namespace, pod_name)
-            for chunk in stream:
-                buf += chunk
-                *complete, buf = buf.split(b"\n")
-                for raw in complete:
-                    line = raw.decode("utf-8", errors="replace")
-                    if len(head) < LOG_HEAD_LINES:
-                        head.append(line)
-                    else:
-                        if len(tail) == tail.maxlen:
-                            skipped += 1
-                        tail.append(line)
-            if buf:
-                line = buf.decode("utf-8", errors="replace")
-                if len(head) < LOG_HEAD_LINES:
-                    head.append(line)
-                else:
-                    tail.append(line)
-            if head or tail:
-                gap = [f"... ({skipped} lines skipped) ..."] if skipped else []
-                return "\n".join([*head, *gap, *tail])
+            text = head_and_tail(registry.runtime_for(task.cluster).stream_log(task.namespace, pod_name))
+            if text:
+                return text
         except (RuntimeFailure, OSError, NotImplementedError):
             pass
     try:
         return read_worker_log(job, pod_name, tail=None)
     except Exception:  # noqa: BLE001 - a missing log is shown as "no log", never an error page
         return ""
+
+
+def head_and_tail(stream) -> str:
+    """The first ``LOG_HEAD_LINES`` and last ``LOG_TAIL_LINES`` lines of a log streamed as byte chunks, with a
+    ``... (N lines skipped) ...`` line between them when lines were dropped; "" for an empty log. Constant memory.
+    Raises what the stream raises (``RuntimeFailure``, ``OSError``)."""
+    head: list[str] = []
+    tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+    skipped = 0
+    buf = b""
+    for chunk in stream:
+        buf += chunk
+        *complete, buf = buf.split(b"\n")
+        for raw in complete:
+            line = raw.decode("utf-8", errors="replace")
+            if len(head) < LOG_HEAD_LINES:
+                head.append(line)
+            else:
+                if len(tail) == tail.maxlen:
+                    skipped += 1
+                tail.append(line)
+    if buf:
+        line = buf.decode("utf-8", errors="replace")
+        if len(head) < LOG_HEAD_LINES:
+            head.append(line)
+        else:
+            tail.append(line)
+    if not (head or tail):
+        return ""
+    gap = [f"... ({skipped} lines skipped) ..."] if skipped else []
+    return "\n".join([*head, *gap, *tail])
 
 
 def _task_of_pod(job: Job, pod_name: str) -> Task:

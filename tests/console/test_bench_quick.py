@@ -26,6 +26,7 @@ SCRIPTS = {
     "lists.py": ((), ["worst ratio", "queries"], 180),
     "web.py": ((pytest.mark.e2e,), ["ratio 8/1 connections", "p99"], 240),
     "sync.py": ((), ["ratio sync/raw", "DB queries per cycle"], 180),
+    "diagnosis.py": ((), ["Diagnosis queries:", "Run check queries:", "ratio to the raw reading of the logs"], 240),
     "logs_terminal.py": ((), ["ratio websocket / HTTP", "Terminal keystroke echo"], 180),
     "local_e2e.py": ((pytest.mark.ray, pytest.mark.e2e), ["Ray ready", "stop -> no process left"], 300),
     "ssh.py": ((pytest.mark.ray, pytest.mark.e2e), ["echo through bastion: p50", "scp 2 MB through bastion: up"], 600),

@@ -1,0 +1,257 @@
+"""Diagnosis and Run check of a large job (issue 18): a 20-role job at 20 and at 200 Workers on the fake
+Kubernetes API server, with query counts, runtime calls and the ratio to the raw reading of the logs.
+
+The job has 20 roles (a Header role of 1 Worker and 19 rollout roles); at the small point every role has 1
+Worker (20 Workers), at the large point the 19 rollout roles share 199 Workers (200 Workers). Every Worker has a
+wrapper log as the scripts print it (rank, prepare, connect, head reachable, then ``LOG_LINES`` lines of
+training output); the Header's log has the ray_check lines, RLinf's cluster line and ``Global Step`` lines. Pod
+rows are stored as the status sync leaves them (the fake's Pods, Running and ready).
+
+Times, through Django's test client as a staff user, ``GET /api/v1/jobs/<job>/diagnosis/`` and
+``/run-check/`` (p50 of ``--rounds`` after one warm-up), and counts the database queries and the calls to the
+fake API server of one request. "Raw reading" is every Worker log the page needs read once through the same
+runtime (``KubernetesRuntime.stream_log``, bytes joined, nothing parsed): the floor of a page that reads them
+all. Goal: <= 150 ms and <= 15 queries at 200 Workers, the same queries at 20 and 200, and <= 2x the raw read.
+
+    .venv/bin/python bench/diagnosis.py [--workers 200] [--small 20] [--rounds 7] [--lines 400]
+
+A throwaway ``test_`` database is created and dropped (``DATABASE_URL`` for PostgreSQL). ``--quick`` (or
+``RLARK_BENCH_QUICK=1``): 20 vs 60 Workers, 2 rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rlark_console.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+import yaml  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
+
+from bench.quick import quick_defaults  # noqa: E402
+from tests.fake_k8s import FakeKubernetes  # noqa: E402
+
+NS = "rlark-system"
+ROLES = 20
+
+
+def head_log(workers: int, lines: int) -> str:
+    out = [
+        "RLINF_NODE_RANK: 0",
+        "Executing prepare script...",
+        f"Waiting for {workers} nodes to join the Ray cluster...",
+        f"Waiting for cluster to have at least {workers} nodes.",
+        f"Cluster is ready: {workers} nodes available (required: {workers}).",
+        "Ray cluster is ready. Printing cluster information:",
+        "Executing run script...",
+        f"RLinf is running on a cluster with {workers} nodes",
+    ]
+    out += [f"Global Step: {i}/100000 reward={i * 0.01:.2f} loss=0.{i % 97:02d} lr=1e-5" for i in range(lines)]
+    return "\n".join(out) + "\n"
+
+
+def worker_log(rank: int, lines: int) -> str:
+    out = [
+        f"RLINF_NODE_RANK: {rank}",
+        "Executing prepare script...",
+        "Connecting to Ray head at bd-header-0.bd-header:6379...",
+        "HEAD IP: 10.0.0.1",
+        "Head is reachable at 10.0.0.1:6379",
+    ]
+    out += [
+        f"(RolloutWorker pid={1000 + rank}) step {i}: generated 512 sequences in 0.{i % 89:02d} s, kv-cache 71%"
+        for i in range(lines)
+    ]
+    return "\n".join(out) + "\n"
+
+
+def layout(workers: int) -> list[tuple[str, bool, int]]:
+    """(template, head, replicas) of the 20 roles: a Header of 1 and 19 rollout roles sharing the rest."""
+    rest = workers - 1
+    share = [rest // (ROLES - 1) + (1 if i < rest % (ROLES - 1) else 0) for i in range(ROLES - 1)]
+    return [("header", True, 1)] + [(f"rollout{i:02d}", False, n) for i, n in enumerate(share)]
+
+
+def seed(fake: FakeKubernetes, cluster, owner, name: str, workers: int, lines: int):
+    """The Job row, its Tasks and Pod rows, and the fake's Pods and logs; returns the Job."""
+    from django.utils import timezone
+
+    from jobs.models import Job, Phase, Pod, Task
+    from tests.fake_runtime import job_document
+
+    roles = layout(workers)
+    job = Job.objects.create(
+        name=name,
+        owner=owner,
+        spec=job_document(name, roles=roles, cluster=cluster.name),
+        phase=Phase.RUNNING,
+        started_at=timezone.now() - timezone.timedelta(minutes=10),
+        run_check={"max_wait_minutes": 60},
+    )
+    rank = 0
+    pods = []
+    for order, (template, head, replicas) in enumerate(roles):
+        task = Task.objects.create(
+            job=job,
+            template_name=template,
+            name=f"{name}-{template}",
+            cluster=cluster,
+            namespace=NS,
+            head=head,
+            order=order,
+            replicas=replicas,
+            rank_start=rank,
+            applied_replicas=replicas,
+            ready_replicas=replicas,
+            phase=Phase.RUNNING,
+        )
+        for k in range(replicas):
+            pod = f"{task.name}-{k}"
+            node = f"{template}-node"
+            fake.put(
+                "pods",
+                NS,
+                {
+                    "metadata": {"name": pod, "labels": {"rlinf.io/job": name, "rlinf.io/task": task.name}},
+                    "spec": {"nodeName": node, "containers": [{"name": "main", "image": "rlinf/rlinf:demo-1"}]},
+                    "status": {"phase": "Running", "podIP": f"10.1.{rank // 250}.{rank % 250}"},
+                },
+            )
+            fake.set_log(NS, pod, head_log(workers, lines) if head else worker_log(rank + k, lines))
+            pods.append(
+                Pod(
+                    task=task,
+                    name=pod,
+                    ordinal=k,
+                    uid=f"uid-{pod}",
+                    node=node,
+                    ip=f"10.1.{rank // 250}.{rank % 250}",
+                    phase="Running",
+                    container_state={"state": "running", "ready": True, "restart_count": 0},
+                    created_at=timezone.now() - timezone.timedelta(minutes=9),
+                    started_at=timezone.now() - timezone.timedelta(minutes=9),
+                )
+            )
+        rank += replicas
+    Pod.objects.bulk_create(pods)
+    return job
+
+
+def measure(client: Client, fake: FakeKubernetes, url: str, rounds: int) -> tuple[float, int, int]:
+    """(p50 ms, queries, runtime calls) of ``rounds`` GETs of ``url`` after one warm-up."""
+    assert client.get(url).status_code == 200, url
+    times = []
+    for _ in range(rounds):
+        calls = fake.request_count
+        with CaptureQueriesContext(connection) as ctx:
+            t0 = time.perf_counter()
+            response = client.get(url)
+            times.append((time.perf_counter() - t0) * 1000)
+        assert response.status_code == 200, (url, response.status_code)
+    return statistics.median(times), len(ctx.captured_queries), fake.request_count - calls
+
+
+def raw_read(job, rounds: int) -> float:
+    """p50 ms of reading every Worker log of ``job`` once through the runtime, bytes joined, nothing parsed."""
+    from clusters.runtime import registry
+    from jobs.models import Pod
+
+    pods = list(Pod.objects.filter(task__job=job).select_related("task__cluster"))
+    runtime = registry.runtime_for(pods[0].task.cluster)
+
+    def once() -> None:
+        for p in pods:
+            b"".join(runtime.stream_log(p.task.namespace, p.name))
+
+    once()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        once()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=200, help="Workers at the large point")
+    parser.add_argument("--small", type=int, default=20, help="Workers at the small point (>= 20: one per role)")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--lines", type=int, default=400, help="training-output lines per Worker log")
+    quick_defaults(parser, workers=60, rounds=2, lines=100)
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)
+    setup_test_environment()
+    old_name = connection.creation.create_test_db(verbosity=0, keepdb=False)
+    try:
+        run(args)
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+
+
+def run(args) -> None:
+    from django.contrib.auth import get_user_model
+
+    from clusters.models import Cluster, Node
+
+    fake = FakeKubernetes(token="bench-diagnosis").start()
+    try:
+        cluster = Cluster.objects.create(
+            name="bench-diag", runtime="kubernetes", namespace=NS, kubeconfig=yaml.safe_dump(fake.kubeconfig())
+        )
+        for template, _, _ in layout(args.workers):
+            Node.objects.create(
+                cluster=cluster, name=f"{template}-node", labels={"kubernetes.io/hostname": f"{template}-node"}
+            )
+        admin = get_user_model().objects.create(username="bench-admin", password="!", is_staff=True, is_superuser=True)
+        client = Client()
+        client.force_login(admin)
+        results = {}
+        for workers in (args.small, args.workers):
+            job = seed(fake, cluster, admin, f"bd{workers}", workers, args.lines)
+            raw = raw_read(job, args.rounds)
+            results[workers] = {
+                "Diagnosis": measure(client, fake, f"/api/v1/jobs/{job.name}/diagnosis/", args.rounds),
+                "Run check": measure(client, fake, f"/api/v1/jobs/{job.name}/run-check/", args.rounds),
+                "raw": raw,
+            }
+    finally:
+        fake.stop()
+
+    print(
+        f"database: {connection.vendor}; a {ROLES}-role job; {args.lines} output lines per Worker log; "
+        f"p50 of {args.rounds} GETs (API) as a staff user"
+    )
+    for workers, row in results.items():
+        print(f"raw reading of the {workers} Worker logs (stream_log, nothing parsed): {row['raw']:.1f} ms")
+    small, big = args.small, args.workers
+    for what in ("Diagnosis", "Run check"):
+        for workers in (small, big):
+            ms, queries, calls = results[workers][what]
+            ratio = ms / results[workers]["raw"]
+            print(
+                f"{what} at {workers} Workers: {ms:.1f} ms p50, {queries} queries, {calls} runtime calls, "
+                f"ratio to the raw reading of the logs {ratio:.2f}"
+            )
+        print(
+            f"{what} queries: {results[small][what][1]} at {small} Workers, {results[big][what][1]} at {big} "
+            f"Workers (goal <= 15, the same at both); {results[big][what][0]:.1f} ms at {big} (goal <= 150 ms)"
+        )
+
+
+if __name__ == "__main__":
+    main()

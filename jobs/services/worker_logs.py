@@ -1,0 +1,67 @@
+"""The logs of many Workers of one Job at once, for the Diagnosis tab, the pending reasons and the Run check
+(issue 18: a 200-Worker job read one log per query and per new runtime client, one after the other).
+
+:func:`read_logs` takes the job's Tasks as the caller already loaded them (with their clusters), builds one
+runtime per cluster, and reads the logs concurrently (at most ``PARALLEL`` in flight): each log as
+``status.read_pod_log`` gives it (the first ``LOG_HEAD_LINES`` and last ``LOG_TAIL_LINES`` lines, else the
+archived copy / a plain read). No database query is made; a log that cannot be read is "".
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from clusters.runtime import registry
+from clusters.runtime.base import Runtime, RuntimeFailure
+from jobs.services import log_archive
+from jobs.services.status import head_and_tail
+
+PARALLEL = 8  # log reads in flight per request (as the sync's LOG_READ_PARALLEL)
+
+
+def _read_one(job_name: str, runtime: Runtime | None, namespace: str, pod: str) -> str:
+    """One Worker's log, the way ``status.read_pod_log`` reads it, without its Task lookup."""
+    if runtime is None:
+        return ""
+    try:
+        text = head_and_tail(runtime.stream_log(namespace, pod))
+        if text:
+            return text
+    except (RuntimeFailure, OSError, NotImplementedError):
+        pass
+    try:
+        try:
+            return runtime.read_log(namespace, pod, tail_lines=None)
+        except RuntimeFailure:
+            archived = log_archive.find(job_name, pod)
+            return log_archive.read_tail(archived, None) if archived is not None else ""
+    except Exception:  # noqa: BLE001 - a missing log is shown as "no log", never an error page
+        return ""
+
+
+def read_logs(job, tasks, names: list[str]) -> dict[str, str]:
+    """Pod name -> log text for ``names`` (Pods of ``tasks``, the job's Tasks with ``cluster`` loaded; a name
+    whose Task is not among them reads as ""). One runtime per cluster; reads run concurrently."""
+    by_name = {t.name: t for t in tasks}
+    runtimes: dict[int, Runtime | None] = {}
+    work: list[tuple[str, Runtime | None, str]] = []
+    for pod in names:
+        task = by_name.get(pod.rpartition("-")[0])
+        if task is None:
+            work.append((pod, None, ""))
+            continue
+        if task.cluster_id not in runtimes:
+            try:
+                runtimes[task.cluster_id] = registry.runtime_for(task.cluster)
+            except RuntimeFailure:
+                runtimes[task.cluster_id] = None
+        work.append((pod, runtimes[task.cluster_id], task.namespace))
+
+    def read(item: tuple[str, Runtime | None, str]) -> str:
+        pod, runtime, namespace = item
+        return _read_one(job.name, runtime, namespace, pod)
+
+    if len(work) <= 1:
+        return {item[0]: read(item) for item in work}
+    with ThreadPoolExecutor(max_workers=min(PARALLEL, len(work)), thread_name_prefix="rlark-diag-log") as pool:
+        return dict(zip([item[0] for item in work], pool.map(read, work), strict=True))
