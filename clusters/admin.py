@@ -14,7 +14,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.audit import record
 from clusters import node_admin  # noqa: F401  (registers Node)
 from clusters.models import Cluster, ImageRegistry
-from clusters.services import cluster_profile, node_sync
+from clusters.services import cluster_profile, node_sync, registration
 from clusters.services.registration import RegistrationError, normalise_kubeconfig, test_connection
 
 
@@ -42,6 +42,7 @@ class ClusterForm(forms.ModelForm):
             "pod_cidr",
             "service_cidr",
             "allow_host_path",
+            "isolated_network",
             "location",
             "contact",
             "description",
@@ -62,6 +63,14 @@ class ClusterForm(forms.ModelForm):
         else:
             self._new_kubeconfig = None
         runtime = data.get("runtime")
+        if data.get("isolated_network") and not (cluster.pk and cluster.isolated_network):
+            if runtime != Cluster.Runtime.LOCAL:
+                msg = _("Only a local cluster can have an isolated network.")
+                raise forms.ValidationError({"isolated_network": msg})
+            try:
+                registration.check_isolated_network()
+            except RegistrationError as exc:
+                raise forms.ValidationError({"isolated_network": exc.message}) from None
         if runtime == Cluster.Runtime.KUBERNETES:
             has_config = bool(self._new_kubeconfig) or bool(cluster.pk and cluster.kubeconfig)
             if not data.get("in_cluster") and not has_config:
@@ -113,7 +122,20 @@ class ClusterAdmin(admin.ModelAdmin):
     )
     actions = ["sync_nodes"]
     fieldsets = (
-        (None, {"fields": ("name", "runtime", "namespace", "pod_cidr", "service_cidr", "allow_host_path")}),
+        (
+            None,
+            {
+                "fields": (
+                    "name",
+                    "runtime",
+                    "namespace",
+                    "pod_cidr",
+                    "service_cidr",
+                    "allow_host_path",
+                    "isolated_network",
+                )
+            },
+        ),
         (_("Location and contact"), {"fields": ("location", "contact", "description")}),
         (
             _("Credentials"),

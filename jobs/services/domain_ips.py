@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from clusters.models import Cluster
+from domains import dataplane
 from domains import services as domain_services
 from domains.models import Domain
 from jobs.models import Job, Pod
@@ -64,4 +66,6 @@ def assign(jobs: list[Job], *, full: bool) -> int:
             changed.append(pod)
     if changed:
         Pod.objects.bulk_update(changed, ["domain_ip"])
+    if Cluster.objects.filter(runtime=Cluster.Runtime.LOCAL, isolated_network=True).exists():
+        dataplane.publish()  # issue 13: the isolated clusters' supervisors start the members' network agents
     return len(changed)
