@@ -11,7 +11,7 @@ Runs inside the member Worker's network namespace, as root there (the local runt
    and this address (principal = ``username``), and opens an OpenSSH-compatible layer 3 tunnel channel
    (``ssh -w``: asyncssh ``forward_tun``) attached to ``tun0``. IP packets then go both ways unchanged.
 3. Reconnects by itself when the connection drops (console or relay restarted): back-off 1 s doubling to 30 s,
-   as upstream's agent (upstream-rlark 12.4).
+   as upstream's agent (upstream-rlark 12.4); each connection runs in a fresh child process (:func:`supervise`).
 
 ``status`` (a JSON file) tells the supervisor and the back office: ``{"state": "connecting"|"connected",
 "tun": "<ip once tun0 is up>", "since": <unix time>, "error": "<last error>", "connects": <count>}``.
@@ -79,24 +79,17 @@ class Agent:
     def _unit(self) -> int:
         return int(self.device.removeprefix("tun") or 0)
 
-    async def run(self) -> None:
+    async def run_once(self) -> bool:
+        """One connection, in this process (``--once``): True when it was connected at some point."""
         ensure_tun(self.device, self.config["ip"], self.config["prefix"])
         self._status(tun=self.config["ip"])
-        delay = BACKOFF_START
-        while not self.stopping.is_set():
-            try:
-                await self._connect_once()
-                delay = BACKOFF_START
-            except (TimeoutError, OSError, asyncssh.Error) as exc:
-                self._status(state="connecting", error=f"{exc.__class__.__name__}: {exc}"[:300])
-                log.warning("relay connection failed: %s; retrying in %.0f s", exc, delay)
-            if self.stopping.is_set():
-                break
-            try:
-                await asyncio.wait_for(self.stopping.wait(), delay)
-            except TimeoutError:
-                pass
-            delay = min(delay * 2, BACKOFF_MAX)
+        try:
+            await self._connect_once()
+            return True
+        except (TimeoutError, OSError, asyncssh.Error) as exc:
+            self._status(state="connecting", error=f"{exc.__class__.__name__}: {exc}"[:300])
+            log.warning("relay connection failed: %s", exc)
+            return False
 
     async def _connect_once(self) -> None:
         c = self.config
@@ -115,7 +108,7 @@ class Agent:
             keepalive_count_max=3,
         ) as conn:
             forwarder = await conn.forward_tun(local_unit=self._unit())
-            self._status(state="connected", error="", connects=self.state["connects"] + 1)
+            self._status(state="connected", error="", connects=int(self.state.get("connects") or 0) + 1)
             log.info("connected to the domain relay; %s carries %s", self.device, c["ip"])
             closed = asyncio.ensure_future(conn.wait_closed())
             stop = asyncio.ensure_future(self.stopping.wait())
@@ -125,18 +118,52 @@ class Agent:
         self._status(state="connecting", error="the relay closed the connection")
 
 
+def supervise(config_path: str) -> None:
+    """Run one connection per child process, again and again, with back-off (1 s doubling to 30 s; reset after a
+    connection that worked). A fresh process per connection: asyncssh's TUN reader thread keeps the old file
+    descriptor attached to ``tun0`` after a disconnection, so a reconnection in the same process would lose packets."""
+    stopping = False
+    child: subprocess.Popen | None = None
+
+    def stop(_sig, _frame):
+        nonlocal stopping
+        stopping = True
+        if child is not None and child.poll() is None:
+            child.terminate()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    delay = BACKOFF_START
+    while not stopping:
+        child = subprocess.Popen([sys.executable, "-m", "domains.netagent", config_path, "--once"])
+        code = child.wait()
+        if stopping:
+            break
+        delay = BACKOFF_START if code == 0 else min(delay * 2, BACKOFF_MAX)
+        log.info("connection ended (%s); reconnecting in %.0f s", code, delay)
+        time.sleep(delay)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     logging.basicConfig(level=logging.INFO, format="%(asctime)s netagent %(levelname)s %(message)s")
+    if "--once" not in argv:
+        supervise(argv[0])
+        return
     config = json.loads(Path(argv[0]).read_text())
     agent = Agent(config)
+    try:
+        agent.state.update(json.loads(Path(config["status"]).read_text()))
+    except (OSError, ValueError):
+        pass
     loop = asyncio.new_event_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, agent.stopping.set)
     try:
-        loop.run_until_complete(agent.run())
+        ok = loop.run_until_complete(agent.run_once())
     finally:
         loop.close()
+    os._exit(0 if ok else 1)  # asyncssh's TUN reader thread may still block in read()
 
 
 if __name__ == "__main__":

@@ -45,6 +45,12 @@ class Relay:
         self.routes: dict[str, dict[str, Any]] = {}
         self.connected_at: dict[tuple[str, str], float] = {}
         self.stats: Counter[str] = Counter()
+        self.connections: set[asyncssh.SSHServerConnection] = set()
+
+    def close(self) -> None:
+        """Close every member connection (the relay stops; agents reconnect to the next one)."""
+        for conn in list(self.connections):
+            conn.close()
 
     def members(self) -> list[dict[str, Any]]:
         return [
@@ -103,6 +109,13 @@ class _RelayServer(_KeysOnly):
     def __init__(self, relay: Relay) -> None:
         self.relay = relay
         self.member: tuple[str, str] | None = None
+
+    def connection_made(self, conn) -> None:
+        self.conn = conn
+        self.relay.connections.add(conn)
+
+    def connection_lost(self, exc) -> None:
+        self.relay.connections.discard(self.conn)
 
     def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
         return False  # certificates only

@@ -102,10 +102,8 @@ class RelayThread:
         async def close():
             for a in self.acceptors:
                 a.close()
-            for table in list(self.relay.routes.values()):
-                for chan in list(table.values()):
-                    chan.close()
-            await asyncio.sleep(0.2)
+            self.relay.close()
+            await asyncio.sleep(0.5)
 
         asyncio.run_coroutine_threadsafe(close(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
