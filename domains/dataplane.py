@@ -70,3 +70,16 @@ def publish() -> dict[str, dict[str, Any]]:
         for pod, state in states.items():
             STATES[f"{cluster.name}/{pod}"] = state
     return STATES
+
+
+def connection_states() -> dict[str, dict[str, Any]]:
+    """``{"<cluster>/<pod>": agent state}`` of every member of every isolated local cluster, asked now; a cluster
+    whose supervisor does not answer is left out (its members show as unknown)."""
+    out: dict[str, dict[str, Any]] = {}
+    for cluster in Cluster.objects.filter(runtime=Cluster.Runtime.LOCAL, isolated_network=True):
+        try:
+            states = runtime_for(cluster).domain_states()
+        except RuntimeFailure:
+            continue
+        out.update({f"{cluster.name}/{pod}": state for pod, state in states.items()})
+    return out

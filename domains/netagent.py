@@ -45,8 +45,11 @@ def _ip(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
 
 
-def ensure_tun(device: str, ip: str, prefix: int) -> None:
-    """``device`` exists, persistent, with ``ip/prefix``, up (idempotent). Raises RuntimeError."""
+MTU = 16000  # < asyncssh's default max SSH packet (32 KiB) with the 4-byte address family; fewer, larger packets
+
+
+def ensure_tun(device: str, ip: str, prefix: int, mtu: int = MTU) -> None:
+    """``device`` exists, persistent, with ``ip/prefix`` and ``mtu``, up (idempotent). Raises RuntimeError."""
     if _ip("link", "show", device).returncode != 0:
         out = _ip("tuntap", "add", "dev", device, "mode", "tun")
         if out.returncode != 0:
@@ -55,7 +58,7 @@ def ensure_tun(device: str, ip: str, prefix: int) -> None:
         out = _ip("addr", "add", f"{ip}/{int(prefix)}", "dev", device)
         if out.returncode != 0:
             raise RuntimeError(f"ip addr add {ip}/{prefix}: {out.stderr.strip()}")
-    out = _ip("link", "set", device, "up")
+    out = _ip("link", "set", device, "mtu", str(int(mtu)), "up")
     if out.returncode != 0:
         raise RuntimeError(f"ip link set {device} up: {out.stderr.strip()}")
 
@@ -81,7 +84,7 @@ class Agent:
 
     async def run_once(self) -> bool:
         """One connection, in this process (``--once``): True when it was connected at some point."""
-        ensure_tun(self.device, self.config["ip"], self.config["prefix"])
+        ensure_tun(self.device, self.config["ip"], self.config["prefix"], int(self.config.get("mtu") or MTU))
         self._status(tun=self.config["ip"])
         try:
             await self._connect_once()

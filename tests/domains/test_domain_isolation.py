@@ -11,10 +11,12 @@ on cluster A and one on cluster B; domain d2 (10.101.0.0/16) has a member on B; 
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
 
+from clusters.models import Cluster
 from clusters.runtime.local import netns
 from domains import dataplane, services
 from domains.models import Domain
@@ -23,6 +25,7 @@ from tests.domains.support import RelayThread, cleanup_networks, domain_manifest
 
 pytestmark = [needs_root, pytest.mark.django_db]
 NODES = nodes_spec(("n1", {}, {"cpu": 4}), ("n2", {}, {"cpu": 4}))
+ADMIN_DOMAIN = "/admin/domains/domain/{}/change/"
 SERVE = ["bash", "-c", "exec python3 -m http.server 7000 --bind 0.0.0.0"]
 
 
@@ -34,7 +37,7 @@ def sup(tmp_path):
     cleanup_networks("iso-c", "iso-d")
 
 
-def test_domains_are_isolated_and_members_reconnect(sup, monkeypatch):
+def test_domains_are_isolated_and_members_reconnect(sup, monkeypatch, settings, client, admin_user):
     relay = RelayThread().start()
     monkeypatch.setenv("RLARK_DOMAIN_RELAY_PORT", str(relay.port))
     d1 = Domain.objects.create(name="d1", cidr="10.100.0.0/16")
@@ -93,6 +96,19 @@ def test_domains_are_isolated_and_members_reconnect(sup, monkeypatch):
         before = relay.relay.stats["dropped_no_route"]
         assert reach(ns["j2-header-0"], ip["j1-header-0"], 7000, timeout=3) == "TimeoutError None"
         assert relay.relay.stats["dropped_no_route"] > before
+
+        # the back office lists each member with IP, cluster, Pod and its connection state (asked live)
+        settings.RLARK_LOCAL_ROOT = str(sup.root)
+        for name in runtimes:
+            Cluster.objects.create(name=name, runtime="local", status="online", isolated_network=True)
+        client.force_login(admin_user)
+        page = client.get(ADMIN_DOMAIN.format(d1.pk), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+        for pod, cluster in (("j1-header-0", "iso-c"), ("j1-rollout-0", "iso-d")):
+            row = re.search(rf"<tr[^>]*>(?:(?!</tr>).)*{re.escape(ip[pod])}(?:(?!</tr>).)*</tr>", page, re.S).group(0)
+            assert pod in row and f">{cluster}<" in row.replace("\n", "") or cluster in row, row
+            assert "connected" in row and "connecting" not in row, row
+        zh = client.get(ADMIN_DOMAIN.format(d1.pk), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+        assert zh.count("已连接") >= 2
 
         # relay restart: every agent reconnects by itself (back-off 1 s, 2 s, 4 s, ...)
         port = relay.port

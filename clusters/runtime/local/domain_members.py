@@ -56,9 +56,13 @@ def hosts_block(hosts: dict[str, str]) -> str:
     return "\n".join([BEGIN, *lines, END]) + "\n"
 
 
-def write_hosts(path: Path, pod: str, address: str, hosts: dict[str, str]) -> None:
-    """The Worker's /etc/hosts, rewritten in place (it is bind-mounted: a rename would not be seen)."""
-    text = f"127.0.0.1\tlocalhost\n{address}\t{pod}\n" + hosts_block(hosts)
+def write_hosts(
+    path: Path, pod: str, address: str, hosts: dict[str, str], services: dict[str, str] | None = None
+) -> None:
+    """The Worker's /etc/hosts, rewritten in place (it is bind-mounted: a rename would not be seen): itself,
+    ``services`` (``{name: ip}``, the cluster's names the Worker may resolve), then the managed domain block."""
+    extra = "".join(f"{ip}\t{name}\n" for name, ip in sorted((services or {}).items()))
+    text = f"127.0.0.1\tlocalhost\n{address}\t{pod}\n{extra}" + hosts_block(hosts)
     if path.is_symlink():
         path.unlink()
     with open(path, "a+") as f:
@@ -192,7 +196,7 @@ def set_members(sup: Any, cluster: str, members: dict[str, Any], pod_dir: Any) -
                 write_config(pdir, member)
         pod = sup.state["pods"].get(key)
         if pod is not None and pod.get("ip") and pdir.exists():
-            write_hosts(pdir / "hosts", name, pod["ip"], member.get("hosts") or {})
+            write_hosts(pdir / "hosts", name, pod["ip"], member.get("hosts") or {}, pod.get("hosts_services"))
         out[name] = status(pdir) if pod is not None else {"state": "stopped"}
     sup.wake.set()
     return out

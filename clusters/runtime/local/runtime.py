@@ -184,6 +184,10 @@ class LocalRuntime(Runtime):
         member's agent state (``{pod: {"state": connecting|connected|stopped, ...}}``)."""
         return self._call("set_domain_members", members=members) or {}
 
+    def domain_states(self) -> dict[str, Any]:
+        """``{pod: agent state}`` of the cluster's domain members (read only)."""
+        return self._call("domain_states") or {}
+
     def list_nodes(self) -> list[NodeInfo]:
         used = self._call("list_nodes", with_nodes=True) or {}
         out = []

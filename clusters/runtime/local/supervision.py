@@ -300,6 +300,15 @@ class Supervisor:
         each member's connection state as its agent last wrote it."""
         return domain_members.set_members(self, cluster, members, pod_dir)
 
+    def op_domain_states(self, cluster: str) -> dict[str, Any]:
+        """``{pod: agent state}`` of the cluster's domain members (``status.json`` of each agent)."""
+        prefix = cluster + "/"
+        return {
+            key[len(prefix) :]: domain_members.status(pod_dir(self.root, cluster, key[len(prefix) :]))
+            for key in self.state.get("domains", {})
+            if key.startswith(prefix)
+        }
+
     def op_apply_task(self, cluster: str, manifest: dict[str, Any]) -> None:
         key = _key(cluster, manifest["task"])
         old = self.state["tasks"].get(key)
@@ -762,10 +771,7 @@ class Supervisor:
             env["RLARK_LOCAL_NODE_IP"] = member["ip"] if member else address
             if t["ray_role"] == "head":
                 env["RLARK_NODE_IP"] = address  # a domain head resolves $(hostname).rlark-domain (ray_head.sh)
-            elif not env.get("RLARK_HEAD_ADDRESS", "").endswith(domain_members.DOMAIN_SUFFIX):
-                head = self._net_address(pod["cluster"], f"{t.get('head_task') or ''}-0", allocate=False)
-                if head:  # the head is in this cluster; else the name stays unresolvable (no domain: no route)
-                    env["RLARK_HEAD_ADDRESS"] = head
+            # a worker keeps the head Service's name; /etc/hosts resolves it when the head is in this cluster
         else:
             gcs = self.state["jobs"][_key(pod["cluster"], t["job"])]["gcs_port"]
             env["RLARK_RAY_PORT"] = str(gcs)
@@ -868,7 +874,12 @@ class Supervisor:
             self._prepare_network(pod)
             ns_path = netns.netns_path(netns.pod_netns(pod["cluster"], pod["name"]))
             member = self.state.get("domains", {}).get(pkey) or {}
-            domain_members.write_hosts(pdir / "hosts", pod["name"], address, member.get("hosts") or {})
+            head_task = t.get("head_task") or ""
+            head = self._net_address(pod["cluster"], f"{head_task}-0", allocate=False)
+            # the headless Service's name, as cluster DNS would answer it (only for a head in this cluster)
+            services = {f"{head_task}-ray-head": head} if head and head_task else {}
+            pod["hosts_services"] = services
+            domain_members.write_hosts(pdir / "hosts", pod["name"], address, member.get("hosts") or {}, services)
             mounts.append(launcher.Mount("bind", str(pdir / "hosts"), "/etc/hosts", read_only=True))
         base = self._alloc_block()
         gpus = sum(v for k, v in (pod.get("requests") or {}).items() if k.endswith("/gpu"))

@@ -45,6 +45,7 @@ OPS = {
     "set_network": "op_set_network",
     "delete_network": "op_delete_network",
     "set_domain_members": "op_set_domain_members",
+    "domain_states": "op_domain_states",
 }
 
 
