@@ -43,6 +43,7 @@ class ClusterForm(forms.ModelForm):
             "service_cidr",
             "allow_host_path",
             "isolated_network",
+            "network_agent_image",
             "location",
             "contact",
             "description",
@@ -133,6 +134,7 @@ class ClusterAdmin(admin.ModelAdmin):
                     "service_cidr",
                     "allow_host_path",
                     "isolated_network",
+                    "network_agent_image",
                 )
             },
         ),

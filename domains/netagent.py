@@ -17,7 +17,8 @@ Runs inside the member Worker's network namespace, as root there (the local runt
 "tun": "<ip once tun0 is up>", "since": <unix time>, "error": "<last error>", "connects": <count>}``.
 
 Config keys: ``ip``, ``prefix``, ``relay_host``, ``relay_port``, ``host_key``, ``username``, ``key``, ``cert``,
-``status`` (paths are files on the agent's side), optional ``device`` (default ``tun0``).
+``status`` (paths are files on the agent's side), optional ``device`` (default ``tun0``), ``mtu``, and ``hosts_file``
+with ``hosts`` (``{pod: ip}``: the agent keeps that file's ``# BEGIN rlark sidecar`` block, as on Kubernetes).
 """
 
 from __future__ import annotations
@@ -63,6 +64,33 @@ def ensure_tun(device: str, ip: str, prefix: int, mtu: int = MTU) -> None:
         raise RuntimeError(f"ip link set {device} up: {out.stderr.strip()}")
 
 
+BEGIN = "# BEGIN rlark sidecar"
+END = "# END rlark sidecar"
+
+
+def hosts_block(hosts: dict[str, str]) -> str:
+    """The managed block: ``ip<TAB><pod>.rlark-domain`` sorted by host name (upstream-rlark 12.1)."""
+    lines = [f"{ip}\t{name}.rlark-domain" for name, ip in sorted(hosts.items())]
+    return "\n".join([BEGIN, *lines, END]) + "\n"
+
+
+def write_hosts_block(path: str, hosts: dict[str, str]) -> None:
+    """Replace the managed block of ``path`` (append it when missing), in place: on Kubernetes ``/etc/hosts`` is the
+    kubelet's file, shared by every container of the Pod, so the other lines stay and no rename may replace it."""
+    with open(path, "r+") as f:
+        text = f.read()
+        if BEGIN in text and END in text:
+            head, rest = text.split(BEGIN, 1)
+            tail = rest.split(END, 1)[1].lstrip("\n")
+        else:
+            head, tail = (text if text.endswith("\n") or not text else text + "\n"), ""
+        new = head + hosts_block(hosts) + tail
+        if new != text:
+            f.seek(0)
+            f.truncate()
+            f.write(new)
+
+
 class Agent:
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
@@ -85,6 +113,8 @@ class Agent:
     async def run_once(self) -> bool:
         """One connection, in this process (``--once``): True when it was connected at some point."""
         ensure_tun(self.device, self.config["ip"], self.config["prefix"], int(self.config.get("mtu") or MTU))
+        if self.config.get("hosts_file"):  # Kubernetes; the local runtime's supervisor writes the Worker's file
+            write_hosts_block(self.config["hosts_file"], self.config.get("hosts") or {})
         self._status(tun=self.config["ip"])
         try:
             await self._connect_once()

@@ -30,11 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from clusters.runtime.local import launcher, netns
+from domains.netagent import hosts_block
 
 ROOT = Path(__file__).resolve().parents[3]
 DOMAIN_SUFFIX = ".rlark-domain"
-BEGIN = "# BEGIN rlark sidecar"
-END = "# END rlark sidecar"
 WAITING_MESSAGE = "waiting for its network domain address"
 
 
@@ -48,12 +47,6 @@ def is_member(t: dict[str, Any]) -> bool:
             if e.get("name") == "RLARK_HEAD_ADDRESS" and str(e.get("value") or "").endswith(DOMAIN_SUFFIX):
                 return True
     return False
-
-
-def hosts_block(hosts: dict[str, str]) -> str:
-    """The managed block: ``ip<TAB><pod>.rlark-domain`` sorted by host name (upstream-rlark 12.1)."""
-    lines = [f"{ip}\t{name}{DOMAIN_SUFFIX}" for name, ip in sorted(hosts.items())]
-    return "\n".join([BEGIN, *lines, END]) + "\n"
 
 
 def write_hosts(
