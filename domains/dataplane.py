@@ -60,8 +60,11 @@ def memberships() -> dict[str, dict[str, dict[str, Any]]]:
 
 def publish() -> dict[str, dict[str, Any]]:
     """Send every isolated local cluster its members; returns ``{pod key: agent state}``."""
+    clusters = list(Cluster.objects.filter(runtime=Cluster.Runtime.LOCAL, isolated_network=True))
+    if not clusters:
+        return STATES
     members = memberships()
-    for cluster in Cluster.objects.filter(runtime=Cluster.Runtime.LOCAL, isolated_network=True):
+    for cluster in clusters:
         try:
             states = runtime_for(cluster).set_domain_members(members.get(cluster.name, {}))
         except RuntimeFailure as exc:
