@@ -46,7 +46,12 @@ class IPAllocationInline(admin.TabularInline):
     extra = 0
     can_delete = False
     verbose_name_plural = _("IP allocations")
-    STATE_LABELS = {"connected": _("connected"), "connecting": _("connecting"), "stopped": _("stopped")}
+    STATE_LABELS = {
+        "connected": _("connected"),
+        "connecting": _("connecting"),
+        "stopped": _("stopped"),
+        "unknown": _("unknown: the local runtime supervisor does not answer"),
+    }
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -66,11 +71,14 @@ class IPAllocationInline(admin.TabularInline):
     @admin.display(description=_("connection"))
     def connection(self, obj):
         cluster, _ns, pod = (obj.pod_key.split("/", 2) + ["", ""])[:3]
-        state = getattr(self, "_states", {}).get(f"{cluster}/{pod}")
+        states = getattr(self, "_states", {})
+        state = states.get(f"{cluster}/{pod}") or states.get(f"{cluster}/*")
         if state is None:
             return _("not on an isolated local cluster")
         label = self.STATE_LABELS.get(state.get("state"), state.get("state") or "?")
-        return f"{label} ({state['error']})" if state.get("error") and state.get("state") != "connected" else label
+        if state.get("error") and state.get("state") == "connecting":
+            return f"{label} ({state['error']})"
+        return label
 
 
 @admin.register(Domain)

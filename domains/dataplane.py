@@ -77,12 +77,15 @@ def publish() -> dict[str, dict[str, Any]]:
 
 def connection_states() -> dict[str, dict[str, Any]]:
     """``{"<cluster>/<pod>": agent state}`` of every member of every isolated local cluster, asked now; a cluster
-    whose supervisor does not answer is left out (its members show as unknown)."""
+    whose supervisor does not answer gets ``"<cluster>/*": {"state": "unknown", "error": ...}``, one that answers
+    ``"<cluster>/*": {"state": "stopped"}`` for the members it does not run."""
     out: dict[str, dict[str, Any]] = {}
     for cluster in Cluster.objects.filter(runtime=Cluster.Runtime.LOCAL, isolated_network=True):
         try:
             states = runtime_for(cluster).domain_states()
-        except RuntimeFailure:
+        except RuntimeFailure as exc:
+            out[f"{cluster.name}/*"] = {"state": "unknown", "error": exc.reason}
             continue
+        out[f"{cluster.name}/*"] = {"state": "stopped"}  # a member its supervisor does not know (yet)
         out.update({f"{cluster.name}/{pod}": state for pod, state in states.items()})
     return out

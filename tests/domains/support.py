@@ -99,6 +99,9 @@ class RelayThread:
     def stop(self) -> None:
         import asyncio
 
+        if not self._thread.is_alive():
+            return
+
         async def close():
             for a in self.acceptors:
                 a.close()

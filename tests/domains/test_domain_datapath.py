@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -25,9 +26,12 @@ from tests.domains.support import RelayThread, cleanup_networks, domain_manifest
 pytestmark = [needs_root, pytest.mark.ray, pytest.mark.django_db]
 NODES = nodes_spec(("n1", {}, {"cpu": 4}), ("n2", {}, {"cpu": 4}))
 RUN = (
-    "python -c \"import ray; ray.init(address='auto'); ns=[n for n in ray.nodes() if n['Alive']]; "
-    "print('ALIVE', len(ns), ' '.join(sorted(n['NodeManagerAddress'] for n in ns)))\"; sleep 600"
+    "python -c \"import ray, time\nray.init(address='auto')\nwhile True:\n"
+    "    ns = [n for n in ray.nodes() if n['Alive']]\n"
+    "    print('ALIVE', len(ns), ' '.join(sorted(n['NodeManagerAddress'] for n in ns)), flush=True)\n"
+    '    time.sleep(2)\n"'
 )
+OUTAGE = 10  # seconds without the relay
 
 
 @pytest.fixture
@@ -125,7 +129,28 @@ def test_job_across_two_isolated_clusters_forms_one_ray_cluster_over_the_domain(
         assert len(ours) > 10  # raylets, GCS, workers, agents
         host_ss = subprocess.run(["ss", "-tunpH"], capture_output=True, text=True, timeout=10).stdout
         assert not ours & {int(x) for x in re.findall(r"pid=(\d+)", host_ss)}
+
+        # The relay (the console) restarts: the agents reconnect by themselves; tun0 and its address stay, so the
+        # Ray nodes' TCP connections outlive an outage of OUTAGE s and Ray keeps its 3 nodes (no re-forming).
+        port = relay.port
+        relay.stop()
+        time.sleep(OUTAGE)
+        mark = len(head_log())
+        relay2 = RelayThread(port).start()
+        try:
+            publish(relay2, runtimes, d1)
+            wait_for(lambda: len(relay2.relay.members()) == 3, 60, interval=0.5, what="agents reconnected")
+            after = wait_for(
+                lambda: (t := head_log()[mark:]).count("ALIVE") >= 5 and t, 60, interval=1, what="ALIVE lines"
+            )
+            counts = re.findall(r"^ALIVE (\d+)", after, re.M)
+            assert counts and set(counts) == {"3"}, after
+            assert relay2.relay.stats["packets"] > 0
+        finally:
+            relay2.stop()
     finally:
+        for log in sorted(sup.root.glob("pods/*/*/*.log")) + sorted(sup.root.glob("pods/*/*/agent/agent.log")):
+            print("==", log, log.read_text()[-2500:])
         a.delete_task("rlark-system", "xj-header")
         b.delete_task("rlark-system", "xj-rollout")
     wait_for(lambda: not [n for n in netns.list_ours() if "." in n and n.startswith("rlark-dom-")], 60)
