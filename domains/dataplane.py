@@ -12,7 +12,9 @@ Errors: a cluster whose supervisor does not answer is skipped (``RuntimeFailure`
 
 from __future__ import annotations
 
+import base64
 import ipaddress
+import json
 import logging
 import os
 from collections import defaultdict
@@ -24,8 +26,10 @@ from clusters.runtime.local.netns import CONSOLE_ADDRESS
 from clusters.runtime.registry import runtime_for
 from domains import certs
 from domains.models import Domain, IPAllocation
+from jobs.spec import network_sidecar
 
 log = logging.getLogger("rlark.domains")
+FIELD_MANAGER = "rlark-console-domains"
 STATES: dict[str, dict[str, Any]] = {}  # pod key -> the agent's last reported state (this process's view)
 
 
@@ -58,12 +62,58 @@ def memberships() -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
+def public_relay_host() -> str:
+    """Where Kubernetes members reach the relay (``RLARK_DOMAIN_RELAY_PUBLIC_HOST``); "" = not published."""
+    return os.environ.get("RLARK_DOMAIN_RELAY_PUBLIC_HOST", "").strip()
+
+
+def kubernetes_secrets(members: dict[str, dict[str, Any]], namespace: str) -> dict[str, dict[str, str]]:
+    """``{secret name: data}`` for one Kubernetes cluster's members: per Pod ``<pod>.json`` (the agent's config,
+    paths under ``/rlark/net``, hosts file ``/etc/hosts``), ``<pod>.key`` and ``<pod>-cert.pub``, base64; the
+    Secret of each Pod's Task (``jobs.spec.network_sidecar``)."""
+    out: dict[str, dict[str, str]] = defaultdict(dict)
+    relay = {"host": public_relay_host(), "port": int(os.environ.get("RLARK_DOMAIN_RELAY_PUBLIC_PORT") or relay_port())}
+    for pod, m in sorted(members.items()):
+        secret = network_sidecar.secret_name(pod.rsplit("-", 1)[0])
+        config = {
+            "ip": m["ip"],
+            "prefix": m["prefix"],
+            "relay_host": relay["host"],
+            "relay_port": relay["port"],
+            "host_key": m["relay"]["host_key"],
+            "username": m["username"],
+            "key": f"{network_sidecar.SECRET_MOUNT}/{pod}.key",
+            "cert": f"{network_sidecar.SECRET_MOUNT}/{pod}-cert.pub",
+            "status": f"{network_sidecar.STATE_MOUNT}/status.json",
+            "hosts_file": "/etc/hosts",
+            "hosts": m["hosts"],
+        }
+        for key, text in (
+            (f"{pod}.json", json.dumps(config, sort_keys=True)),
+            (f"{pod}.key", m["key"]),
+            (f"{pod}-cert.pub", m["cert"]),
+        ):
+            out[secret][key] = base64.b64encode(text.encode()).decode()
+    return out
+
+
 def publish() -> dict[str, dict[str, Any]]:
-    """Send every isolated local cluster its members; returns ``{pod key: agent state}``."""
+    """Send every isolated local cluster its members, and, with ``RLARK_DOMAIN_RELAY_PUBLIC_HOST``, write every
+    Kubernetes member's config into its Task's Secret; returns ``{pod key: agent state}`` (local members)."""
     clusters = list(Cluster.objects.filter(runtime=Cluster.Runtime.LOCAL, isolated_network=True))
-    if not clusters:
+    kubernetes = list(Cluster.objects.filter(runtime=Cluster.Runtime.KUBERNETES)) if public_relay_host() else []
+    if not clusters and not kubernetes:
         return STATES
     members = memberships()
+    for cluster in kubernetes:
+        if not members.get(cluster.name):
+            continue
+        try:
+            runtime = runtime_for(cluster)
+            for name, data in kubernetes_secrets(members[cluster.name], cluster.namespace).items():
+                runtime.apply_secret_data(cluster.namespace, name, data, FIELD_MANAGER)
+        except RuntimeFailure as exc:
+            log.warning("domain members of cluster %s not published: %s", cluster.name, exc)
     for cluster in clusters:
         try:
             states = runtime_for(cluster).set_domain_members(members.get(cluster.name, {}))

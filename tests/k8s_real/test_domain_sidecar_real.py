@@ -5,19 +5,23 @@ StatefulSets, the real StatefulSet controller creates Pods that carry it, and th
 
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 from rest_framework.test import APIClient
 
 from domains.models import Domain
 from jobs.spec import network_sidecar
 from tests.k8s_real.conftest import wait_for
-from tests.k8s_real.jobs import document, running, task
+from tests.k8s_real.jobs import document, running, synced, task
 
 pytestmark = [pytest.mark.k8s_real, pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 
 
-def test_domain_job_pods_carry_the_network_sidecar(k8s_cluster, k8s_namespace, alice):
+def test_domain_job_pods_carry_the_network_sidecar(k8s_cluster, k8s_namespace, alice, monkeypatch):
     ns = k8s_namespace
+    monkeypatch.setenv("RLARK_DOMAIN_RELAY_PUBLIC_HOST", "console.example.com")
     Domain.objects.create(name="d1", cidr="10.100.0.0/16")
     k8s_cluster.network_agent_image = "registry.example.com/rlark/netagent:13"
     k8s_cluster.save(update_fields=["network_agent_image"])
@@ -59,3 +63,22 @@ def test_domain_job_pods_carry_the_network_sidecar(k8s_cluster, k8s_namespace, a
         # the runtime reports the sidecar as such
         statuses = {s["name"] for s in pod["status"].get("initContainerStatuses") or []}
         assert network_sidecar.NAME in statuses, pod["status"]
+
+    # The status sync allocates the domain IPs and writes each member's config, key and certificate into its Task's
+    # Secret (the real API server's server-side apply, a field manager of its own).
+    synced("dj", lambda j: j.tasks.filter(pods__domain_ip__startswith="10.100.").count() >= 4, 60, "domain IPs")
+
+    def secret_data():
+        data = (ns.get("secret", "dj-rollout-rlark-net").get("data")) or {}
+        return data if "dj-rollout-2.json" in data else None
+
+    data = wait_for(secret_data, 30, "member configs in the Secret")
+    config = json.loads(base64.b64decode(data["dj-rollout-0.json"]))
+    assert config["ip"].startswith("10.100.") and config["prefix"] == 16
+    assert config["relay_host"] == "console.example.com" and config["hosts_file"] == "/etc/hosts"
+    assert set(config["hosts"]) == set(pods)
+    assert config["username"] == f"rlark-domain:d1:{config['ip']}"
+    assert base64.b64decode(data["dj-rollout-0-cert.pub"]).startswith(b"ssh-ed25519-cert-v01@openssh.com")
+    assert b"PRIVATE KEY" in base64.b64decode(data["dj-rollout-0.key"])
+    header = ns.get("secret", "dj-header-rlark-net").get("data") or {}
+    assert "dj-header-0.json" in header and "dj-rollout-0.json" not in header

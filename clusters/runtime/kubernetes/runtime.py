@@ -452,6 +452,23 @@ class KubernetesRuntime(Runtime):
         )
         _finish(resp)
 
+    def apply_secret_data(self, namespace: str, name: str, data: dict[str, str], field_manager: str) -> None:
+        """Server-side apply of ``data`` (base64 values) into Secret ``name`` under ``field_manager`` (issue 13: the
+        network-domain members; another manager than the Task's, so re-applying the Task keeps these keys)."""
+        obj = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}, "data": data}
+        resp = self._call(
+            self.core.patch_namespaced_secret,
+            name,
+            namespace,
+            obj,
+            field_manager=field_manager,
+            force=True,
+            _content_type=APPLY,
+            _preload_content=False,
+            what=f"Secret {name}",
+        )
+        _finish(resp)
+
     def apply_task(self, manifest: TaskManifest) -> None:
         for obj in manifest.extra_objects:
             self._apply(obj)
