@@ -15,7 +15,7 @@ from django.utils.translation import ngettext
 from accounts.audit import record
 from clusters import node_admin  # noqa: F401  (registers Node)
 from clusters.models import Cluster, ImageRegistry
-from clusters.services import cluster_contents, cluster_profile, node_sync
+from clusters.services import cluster_contents, cluster_profile, node_sync, registration
 from clusters.services.registration import RegistrationError, normalise_kubeconfig, test_connection
 
 
@@ -43,6 +43,8 @@ class ClusterForm(forms.ModelForm):
             "pod_cidr",
             "service_cidr",
             "allow_host_path",
+            "isolated_network",
+            "network_agent_image",
             "location",
             "contact",
             "description",
@@ -63,6 +65,14 @@ class ClusterForm(forms.ModelForm):
         else:
             self._new_kubeconfig = None
         runtime = data.get("runtime")
+        if data.get("isolated_network") and not (cluster.pk and cluster.isolated_network):
+            if runtime != Cluster.Runtime.LOCAL:
+                msg = _("Only a local cluster can have an isolated network.")
+                raise forms.ValidationError({"isolated_network": msg})
+            try:
+                registration.check_isolated_network()
+            except RegistrationError as exc:
+                raise forms.ValidationError({"isolated_network": exc.message}) from None
         if runtime == Cluster.Runtime.KUBERNETES:
             has_config = bool(self._new_kubeconfig) or bool(cluster.pk and cluster.kubeconfig)
             if not data.get("in_cluster") and not has_config:
@@ -114,7 +124,21 @@ class ClusterAdmin(admin.ModelAdmin):
     )
     actions = ["sync_nodes"]
     fieldsets = (
-        (None, {"fields": ("name", "runtime", "namespace", "pod_cidr", "service_cidr", "allow_host_path")}),
+        (
+            None,
+            {
+                "fields": (
+                    "name",
+                    "runtime",
+                    "namespace",
+                    "pod_cidr",
+                    "service_cidr",
+                    "allow_host_path",
+                    "isolated_network",
+                    "network_agent_image",
+                )
+            },
+        ),
         (_("Location and contact"), {"fields": ("location", "contact", "description")}),
         (
             _("Credentials"),

@@ -40,6 +40,23 @@ class Cluster(models.Model):
         default=False,
         help_text=_("Host directories need an administrator's confirmation before jobs can use them."),
     )
+    isolated_network = models.BooleanField(
+        _("isolated network"),
+        default=False,
+        help_text=_(
+            "Local clusters only: each Worker gets a network namespace of its own on the cluster's own bridge; "
+            "Workers of other clusters cannot reach it. Needs the local runtime to run as root."
+        ),
+    )
+    network_agent_image = models.CharField(
+        _("network agent image"),
+        max_length=512,
+        blank=True,
+        help_text=_(
+            "Kubernetes clusters: the image of the network-domain sidecar (built from this repository with "
+            "docker build --target netagent). Empty: rlark-console-netagent:latest."
+        ),
+    )
     last_sync_at = models.DateTimeField(_("last sync"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     location = models.CharField(_("location"), max_length=128, blank=True)

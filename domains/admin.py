@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from domains import services
+from domains import dataplane, services
 from domains.models import Domain, IPAllocation
 
 
@@ -38,15 +38,47 @@ class DomainForm(forms.ModelForm):
 
 
 class IPAllocationInline(admin.TabularInline):
+    """Each member: IP, job, Task, cluster, Pod and the state of its network agent's connection (issue 13)."""
+
     model = IPAllocation
-    fields = ["ip", "job", "task", "pod_key", "created_at"]
+    fields = ["ip", "job", "task", "cluster", "pod", "connection", "created_at"]
     readonly_fields = fields
     extra = 0
     can_delete = False
     verbose_name_plural = _("IP allocations")
+    STATE_LABELS = {
+        "connected": _("connected"),
+        "connecting": _("connecting"),
+        "stopped": _("stopped"),
+        "unknown": _("unknown: the local runtime supervisor does not answer"),
+    }
 
     def has_add_permission(self, request, obj=None):
         return False
+
+    def get_formset(self, request, obj=None, **kwargs):
+        self._states = dataplane.connection_states()  # one supervisor call per isolated cluster per page
+        return super().get_formset(request, obj, **kwargs)
+
+    @admin.display(description=_("cluster"))
+    def cluster(self, obj):
+        return obj.pod_key.split("/", 1)[0]
+
+    @admin.display(description=_("Pod"))
+    def pod(self, obj):
+        return obj.pod_key.rsplit("/", 1)[-1]
+
+    @admin.display(description=_("connection"))
+    def connection(self, obj):
+        cluster, _ns, pod = (obj.pod_key.split("/", 2) + ["", ""])[:3]
+        states = getattr(self, "_states", {})
+        state = states.get(f"{cluster}/{pod}") or states.get(f"{cluster}/*")
+        if state is None:
+            return _("not on an isolated local cluster")
+        label = self.STATE_LABELS.get(state.get("state"), state.get("state") or "?")
+        if state.get("error") and state.get("state") == "connecting":
+            return f"{label} ({state['error']})"
+        return label
 
 
 @admin.register(Domain)

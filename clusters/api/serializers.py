@@ -29,6 +29,7 @@ class ClusterSerializer(serializers.Serializer):
     pod_cidr = serializers.CharField()
     service_cidr = serializers.CharField()
     allow_host_path = serializers.BooleanField()
+    isolated_network = serializers.BooleanField()
     last_sync_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField(allow_null=True)
     location = serializers.CharField()
@@ -75,6 +76,7 @@ class ClusterRegisterSerializer(serializers.Serializer):
     pod_cidr = serializers.CharField(required=False)
     service_cidr = serializers.CharField(required=False)
     allow_host_path = serializers.BooleanField(required=False)
+    isolated_network = serializers.BooleanField(required=False, help_text="local clusters only; needs root")
     nodes = serializers.ListField(child=serializers.DictField(), required=False)
 
 

@@ -188,6 +188,7 @@ def cluster_summary(cluster: Cluster, nodes: list[Node] | None = None) -> dict[s
         "pod_cidr": cluster.pod_cidr,
         "service_cidr": cluster.service_cidr,
         "allow_host_path": cluster.allow_host_path,
+        "isolated_network": cluster.isolated_network,
         "last_sync_at": cluster.last_sync_at.isoformat() if cluster.last_sync_at else None,
         "location": cluster.location,
         "contact": cluster.contact,

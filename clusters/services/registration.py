@@ -22,10 +22,12 @@ from typing import Any
 
 import yaml
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from accounts.audit import record
 from clusters.models import Cluster, Node, dns_label
 from clusters.runtime.base import RuntimeFailure
+from clusters.runtime.local import netns
 from clusters.services import node_sync
 from clusters.services.inventory import upsert_local_nodes
 
@@ -111,6 +113,10 @@ def register_cluster(data: dict, actor=None, request=None, *, test: bool = True)
     transaction (on SQLite, ``BEGIN IMMEDIATE`` is the write lock every other request waits on; issue 18)."""
     clean = validate_cluster_fields(data)
     if clean["runtime"] == Cluster.Runtime.KUBERNETES:
+        if _isolated_value(data.get("isolated_network")):
+            raise RegistrationError(
+                _("Only a local cluster can have an isolated network."), "isolated_network", "invalid"
+            )
         cluster = Cluster(name=clean["name"], runtime=Cluster.Runtime.KUBERNETES)
         cluster.in_cluster = bool(data.get("in_cluster"))
         if cluster.in_cluster and data.get("kubeconfig"):
@@ -135,6 +141,7 @@ def register_cluster(data: dict, actor=None, request=None, *, test: bool = True)
             cluster.save()
             _record_created(cluster, actor, request)
         return cluster
+    isolated = _isolated(data.get("isolated_network"))
     nodes = data.get("nodes") or []
     if not isinstance(nodes, list) or not all(isinstance(n, dict) and n.get("name") for n in nodes):
         raise RegistrationError("nodes must be a list of {name, labels, capacity}", "nodes", "nodes_invalid")
@@ -148,6 +155,8 @@ def register_cluster(data: dict, actor=None, request=None, *, test: bool = True)
             status=Cluster.Status.ONLINE,
             namespace=str(data.get("namespace") or "rlark-system"),
             allow_host_path=bool(data.get("allow_host_path")),
+            isolated_network=isolated,
+            pod_cidr="100.64.0.0/10" if isolated else "",
         )
         try:
             upsert_local_nodes(cluster, nodes)
@@ -155,6 +164,36 @@ def register_cluster(data: dict, actor=None, request=None, *, test: bool = True)
             raise RegistrationError(f"invalid node capacity: {exc}", "nodes", "nodes_invalid") from None
         _record_created(cluster, actor, request)
     return cluster
+
+
+def _isolated_value(value: Any) -> bool:
+    if value in (None, "", False, "false", "False", "0", 0):
+        return False
+    if value not in (True, "true", "True", "1", 1, "on"):
+        raise RegistrationError(_("isolated_network must be true or false."), "isolated_network", "invalid")
+    return True
+
+
+def _isolated(value: Any) -> bool:
+    """``isolated_network`` of a local cluster (issue 13 point 1); refused when this machine cannot build one."""
+    if not _isolated_value(value):
+        return False
+    check_isolated_network()
+    return True
+
+
+def check_isolated_network() -> None:
+    """RegistrationError (translated) when this machine cannot build isolated networks (not root, no ``ip``)."""
+    ok, _why = netns.available()
+    if not ok:
+        raise RegistrationError(
+            _(
+                "An isolated network needs the local runtime to run as root (it creates network namespaces); "
+                "this console does not run as root."
+            ),
+            "isolated_network",
+            "isolated_network_unavailable",
+        )
 
 
 def _record_created(cluster: Cluster, actor, request) -> None:

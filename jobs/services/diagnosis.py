@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.services import node_findings, pending
+from jobs.services import domain_findings, node_findings, pending
 from jobs.services.log_markers import (
     ERROR,
     NCCL_RE,
@@ -721,7 +721,33 @@ def job_tasks(job) -> list:
 def diagnose_job(job, workers: list[WorkerInput] | None = None) -> JobDiagnosis:
     """Diagnose a stored Job (reads Pods from the database and logs from the runtime), plus the problems of the
     Workers' nodes (``jobs.services.node_findings``, issue 15)."""
-    return add_node_findings(job, diagnose(workers if workers is not None else worker_inputs(job)))
+    result = add_node_findings(job, diagnose(workers if workers is not None else worker_inputs(job)))
+    return add_domain_findings(job, result)
+
+
+FINDING_TEXT.setdefault(domain_findings.CODE, domain_findings.TEXT)
+DETAIL_TEXT.setdefault(domain_findings.CODE, domain_findings.DETAIL)
+
+
+def add_domain_findings(job, result: JobDiagnosis) -> JobDiagnosis:
+    """One job-wide ``cross_cluster_no_domain`` error when Workers wait for the head of a job whose roles span
+    clusters without a network domain (:mod:`jobs.services.domain_findings`)."""
+    waiting = [w for w in result.workers if any(f.code == domain_findings.TRIGGER for f in w.findings)]
+    if not waiting:
+        return result
+    clusters = domain_findings.job_clusters(job)
+    if not domain_findings.applies(job, clusters):
+        return result
+    address = domain_findings.head_address(waiting[0].scan.lines) or "?"
+    result.job_findings.append(
+        Finding(
+            domain_findings.CODE,
+            ERROR,
+            params={"address": address, "clusters": ", ".join(clusters)},
+            line=f"Waiting for head to be reachable at {address}...",
+        )
+    )
+    return result
 
 
 def diagnosis_and_pending(job) -> tuple[JobDiagnosis, dict[str, list[pending.PendingReason]]]:

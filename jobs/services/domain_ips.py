@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from domains import dataplane
 from domains import services as domain_services
 from domains.models import Domain
 from jobs.models import Job, Pod
@@ -64,4 +65,7 @@ def assign(jobs: list[Job], *, full: bool) -> int:
             changed.append(pod)
     if changed:
         Pod.objects.bulk_update(changed, ["domain_ip"])
+    # issue 13: the isolated clusters' supervisors start the members' network agents; Kubernetes members get their
+    # Secrets (one query when there is nothing to publish)
+    dataplane.publish()
     return len(changed)

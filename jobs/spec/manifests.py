@@ -50,6 +50,7 @@ from typing import Any
 
 from clusters.models import ImageRegistry
 from clusters.runtime.base import TaskManifest
+from jobs.spec import network_sidecar
 from jobs.spec.layout import main_container, task_layout
 from jobs.spec.naming import head_service_name
 from jobs.spec.selectors import parse_selector, values_of
@@ -409,6 +410,10 @@ def build_task_manifests(
         else:
             pod_spec.pop("hostNetwork", None)
         pod_spec.setdefault("restartPolicy", "Always")
+        if domain and getattr(cluster, "runtime", "kubernetes") == "kubernetes":  # issue 13: the native sidecar
+            net_labels = {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_MANAGED: FIELD_MANAGER}
+            image = str(getattr(cluster, "network_agent_image", "") or "")
+            extra.append(network_sidecar.add(pod_spec, task=task, namespace=namespace, labels=net_labels, image=image))
 
         extra.append(
             {

@@ -245,6 +245,11 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "{where} looks like it contains a password, token or private key; use an approved secret store, not the job.",
     ),
     "domain_unknown": ("网络域 {domain} 不存在。", "The network domain {domain} does not exist."),
+    "domain_needed_across_clusters": (
+        "角色分布在不同集群（{clusters}），但任务没有网络域：Worker 将无法连接 Ray Head。请选择一个跨集群网络域。",
+        "The roles are in different clusters ({clusters}) but the job has no network domain: the Workers will not"
+        " reach the Ray head. Choose a cross-cluster network domain.",
+    ),
     "ssh_key_unknown": (
         "SSH 公钥不是你在 SSH 公钥管理中登记的公钥。",
         "The SSH public key is not one of the keys registered in your SSH key management.",

@@ -688,6 +688,15 @@ class _Validator:
         domain = spec.get("domain")
         if domain not in (None, "") and str(domain) not in self.inv.domains:
             self.add("spec.domain", "domain_unknown", domain=domain)
+        clusters = sorted(
+            {
+                t["cluster"].strip()
+                for t in spec.get("tasks") or []
+                if isinstance(t, dict) and isinstance(t.get("cluster"), str) and t["cluster"].strip()
+            }
+        )
+        if len(clusters) > 1 and domain in (None, ""):  # issue 13 point 3: Ray cannot form across clusters
+            self.add("spec.domain", "domain_needed_across_clusters", WARNING, clusters=", ".join(clusters))
         keys = spec.get("sshPublicKeys")
         if isinstance(keys, str):
             keys = [keys]

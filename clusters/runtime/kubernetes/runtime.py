@@ -449,7 +449,7 @@ class KubernetesRuntime(Runtime):
         self._call(self.core.patch_node, node, {"metadata": {"labels": dict(labels)}}, what=f"node {node}")
 
     # ------------------------------------------------------------------ tasks
-    def _apply(self, obj: dict) -> None:
+    def _apply(self, obj: dict, field_manager: str = FIELD_MANAGER) -> None:
         kind = obj.get("kind")
         name = obj["metadata"]["name"]
         ns = obj["metadata"].get("namespace") or self.namespace
@@ -467,13 +467,19 @@ class KubernetesRuntime(Runtime):
             name,
             ns,
             obj,
-            field_manager=FIELD_MANAGER,
+            field_manager=field_manager,
             force=True,
             _content_type=APPLY,
             _preload_content=False,
             what=f"{kind} {name}",
         )
         _finish(resp)
+
+    def apply_secret_data(self, namespace: str, name: str, data: dict[str, str], field_manager: str) -> None:
+        """Server-side apply of ``data`` (base64 values) into Secret ``name`` under ``field_manager`` (issue 13: the
+        network-domain members; another manager than the Task's, so re-applying the Task keeps these keys)."""
+        obj = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}, "data": data}
+        self._apply(obj, field_manager)
 
     def apply_task(self, manifest: TaskManifest) -> None:
         for obj in manifest.extra_objects:

@@ -91,6 +91,13 @@ def namespace_command(user_ns: bool = True) -> list[str]:
     ]
 
 
+def netns_prefix(netns: str | None) -> list[str]:
+    """``nsenter --net=<netns>`` (a Worker of an isolated cluster, issue 13), or nothing."""
+    if not netns:
+        return []
+    return [shutil.which("nsenter") or "/usr/bin/nsenter", f"--net={netns}", "--"]
+
+
 def write_mounts(path: Path, mounts: list[Mount]) -> None:
     lines = []
     for m in mounts:
@@ -212,13 +219,16 @@ def spawn(
     log_path: Path | None = None,
     ids: tuple[int, int] | None = None,
     hidden: list[Path] = (),
+    netns: str | None = None,
 ) -> subprocess.Popen:
     """Start the Worker; stdout+stderr go to ``log_path`` (appended). Returns the ``unshare``
     process, leader of its own process group (``pgid == pid``). ``log_path`` defaults to
     ``<pod_dir>/main.log``; ``workdir`` is a path inside the Worker. ``ids`` = (first host uid/gid,
     count) maps the Worker's root to that range (the caller must be root and own it in /etc/subuid);
-    ``hidden`` are the roots of :func:`hide_plan`. The Worker's home and work directories must already
-    belong to ``ids[0]``."""
+    ``hidden`` are the roots of :func:`hide_plan`. ``netns`` (a path under /run/netns, issue 13) is joined
+    first, so every namespace made after it, the id-mapped user namespace included, lives in that network
+    namespace without any capability over it. The Worker's home and work directories must already belong to
+    ``ids[0]``."""
     log_path = log_path or pod_dir / "main.log"
     pod_dir.mkdir(parents=True, exist_ok=True)
     mounts_file = pod_dir / "mounts.tsv"
@@ -240,7 +250,7 @@ def spawn(
     log = open(log_path, "ab", buffering=0)  # noqa: SIM115 - handed to the child
     try:
         return subprocess.Popen(
-            [*namespace_command(user_ns=ids is None), "bash", str(PODINIT), *command],
+            [*netns_prefix(netns), *namespace_command(user_ns=ids is None), "bash", str(PODINIT), *command],
             env=full_env,
             stdin=subprocess.DEVNULL,
             stdout=log,

@@ -41,7 +41,7 @@ if [ -n "${RLARK_POD_MOUNTS:-}" ]; then
             echo "rlark: mount point $dst goes through a symlink; not mounted" >&2
             continue
         fi
-        if [ ! -d "$dst" ]; then
+        if [ ! -d "$dst" ] && ! { [ "$kind" = bind ] && [ -f "$dst" ] && [ -f "$(host_path "$src")" ]; }; then
             mkdir -p "$dst" 2> /dev/null || { echo "rlark: cannot create mount point $dst" >&2; continue; }
         fi
         case "$kind" in

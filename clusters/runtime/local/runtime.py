@@ -141,6 +141,7 @@ class LocalRuntime(Runtime):
         args["cluster"] = self.name
         if with_nodes:
             args["nodes"] = self._node_specs()
+            args["network"] = {"isolated": self.isolated}
         path = socket_path(self.root)
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
@@ -168,8 +169,27 @@ class LocalRuntime(Runtime):
         return answer.get("result")
 
     # ---- Runtime API -------------------------------------------------------------------------
+    @property
+    def isolated(self) -> bool:
+        """The cluster's Workers get a network namespace each (``Cluster.isolated_network``, issue 13)."""
+        return bool(getattr(self.cluster, "isolated_network", False))
+
     def ping(self) -> None:
         self._call("set_nodes", nodes=self._node_specs())
+        self._call("set_network", isolated=self.isolated)
+
+    def delete_network(self) -> None:
+        """Remove the cluster's network namespaces (the cluster was deleted)."""
+        self._call("delete_network")
+
+    def set_domain_members(self, members: dict[str, Any]) -> dict[str, Any]:
+        """Push the cluster's domain members (``{pod: membership}``, see ``local.domain_members``); returns each
+        member's agent state (``{pod: {"state": connecting|connected|stopped, ...}}``)."""
+        return self._call("set_domain_members", members=members) or {}
+
+    def domain_states(self) -> dict[str, Any]:
+        """``{pod: agent state}`` of the cluster's domain members (read only)."""
+        return self._call("domain_states") or {}
 
     def list_nodes(self) -> list[NodeInfo]:
         used = self._call("list_nodes", with_nodes=True) or {}
@@ -364,7 +384,18 @@ class LocalExecStream:
         cmd = command or ["bash", "-l"]
         # cd inside the Worker's mount namespace: nsenter's --wd resolves the path before entering it (the
         # shell would sit in the host's /rlark/work, where it must not write).
-        argv = [nsenter, "-t", str(ns_pid), "--user", "--mount", "--uts", "--pid", "--", *_in_dir(workdir, cmd)]
+        argv = [
+            nsenter,
+            "-t",
+            str(ns_pid),
+            "--net",
+            "--user",
+            "--mount",
+            "--uts",
+            "--pid",
+            "--",
+            *_in_dir(workdir, cmd),
+        ]
         self._proc = subprocess.Popen(
             argv,
             stdin=slave,

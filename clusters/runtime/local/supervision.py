@@ -52,7 +52,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from clusters.runtime.local import idmap, launcher, scheduling
+from clusters.runtime.local import domain_members, idmap, launcher, netns, scheduling
 
 log = logging.getLogger("rlark.local_supervisor")
 
@@ -130,6 +130,8 @@ class Supervisor:
             "jobs": {},
             "ports": [],
             "id_slots": {},
+            "networks": {},  # cluster -> {"index": c, "pods": {pod: p}} (isolated clusters, netns.py)
+            "domains": {},  # "<cluster>/<pod>" -> the Pod's domain membership (domain_members.py)
         }
         self._dirty = False
         # Root supervisor: Workers run as the job's subordinate ids (idmap); else as this user.
@@ -267,6 +269,45 @@ class Supervisor:
             self.state["clusters"].setdefault(cluster, {})["nodes"] = nodes
             self._dirty = True
             self.wake.set()
+
+    def op_set_network(self, cluster: str, isolated: bool) -> None:
+        """Issue 13 point 1: ``isolated`` gives the cluster's Workers a network namespace each (netns.py). Refused
+        (ValueError, the API's ``invalid``) when this supervisor cannot build one. Turning it off removes the
+        cluster's namespaces once it has no Workers left."""
+        nets = self.state.setdefault("networks", {})
+        if isolated and cluster not in nets:
+            ok, why = netns.available()
+            if not ok:
+                raise ValueError(why)
+            used = {n["index"] for n in nets.values()}
+            free = [i for i in range(1, 254) if i not in used]
+            if not free:
+                raise ValueError("no free isolated network left (at most 253 clusters)")
+            nets[cluster] = {"index": free[0], "pods": {}}
+            self._dirty = True
+        elif not isolated and cluster in nets and not any(p["cluster"] == cluster for p in self.state["pods"].values()):
+            self.op_delete_network(cluster)
+
+    def op_delete_network(self, cluster: str) -> None:
+        """Remove the cluster's isolated network (cluster deleted, test teardown)."""
+        if self.state.setdefault("networks", {}).pop(cluster, None) is not None:
+            self._dirty = True
+        if netns.available()[0]:
+            netns.delete_cluster(cluster)
+
+    def op_set_domain_members(self, cluster: str, members: dict[str, Any]) -> dict[str, Any]:
+        """The console's view of the cluster's domain members (``{pod: membership}``, domain_members.py); returns
+        each member's connection state as its agent last wrote it."""
+        return domain_members.set_members(self, cluster, members, pod_dir)
+
+    def op_domain_states(self, cluster: str) -> dict[str, Any]:
+        """``{pod: agent state}`` of the cluster's domain members (``status.json`` of each agent)."""
+        prefix = cluster + "/"
+        return {
+            key[len(prefix) :]: domain_members.status(pod_dir(self.root, cluster, key[len(prefix) :]))
+            for key in self.state.get("domains", {})
+            if key.startswith(prefix)
+        }
 
     def op_apply_task(self, cluster: str, manifest: dict[str, Any]) -> None:
         key = _key(cluster, manifest["task"])
@@ -515,6 +556,11 @@ class Supervisor:
             return
         self._free_block(pod.get("port_base"))
         self.cpu_samples.pop(pkey, None)
+        domain_members.stop_agent(pod)
+        net = self.state.setdefault("networks", {}).get(pod["cluster"])
+        if net is not None:
+            net.get("pods", {}).pop(pod["name"], None)
+            netns.delete_pod_netns(netns.pod_netns(pod["cluster"], pod["name"]))
         shutil.rmtree(pod_dir(self.root, pod["cluster"], pod["name"]), ignore_errors=True)
         self._dirty = True
 
@@ -559,6 +605,17 @@ class Supervisor:
                     pod["container"]["message"] = f"back-off restarting failed container main in pod {pod['name']}"
                     self._dirty = True
                 continue
+            if domain_members.is_member(t) and self._net_address(pod["cluster"], pod["name"]):
+                try:
+                    self._prepare_network(pod)
+                    why = domain_members.hold(self, pkey, pod, pod_dir(self.root, pod["cluster"], pod["name"]))
+                except Exception as exc:  # noqa: BLE001 - reported on the pod, retried next tick
+                    why = str(exc)[:500]
+                if why:
+                    if pod["container"].get("message") != why:
+                        pod["container"].update(state="waiting", reason="PodInitializing", message=why)
+                        self._dirty = True
+                    continue
             try:
                 self._start(pkey, pod, t, spec)
             except Exception as exc:  # noqa: BLE001 - reported on the pod, retried with back-off
@@ -711,15 +768,53 @@ class Supervisor:
             env[name] = value
         if user_path is not None:
             env["PATH"] = user_path
-        gcs = self.state["jobs"][_key(pod["cluster"], t["job"])]["gcs_port"]
-        env["RLARK_RAY_PORT"] = str(gcs)
         env["POD_NAME"] = pod["name"]
-        if t["ray_role"] == "head":
-            env["RLARK_NODE_IP"] = "127.0.0.1"
+        address = self._net_address(pod["cluster"], pod["name"])
+        if address:  # an isolated cluster (issue 13): the Worker's own netns, so upstream's fixed Ray port
+            member = self.state.get("domains", {}).get(_key(pod["cluster"], pod["name"]))
+            env["RLARK_LOCAL_NODE_IP"] = member["ip"] if member else address
+            if t["ray_role"] == "head":
+                env["RLARK_NODE_IP"] = address  # a domain head resolves $(hostname).rlark-domain (ray_head.sh)
+            # a worker keeps the head Service's name; /etc/hosts resolves it when the head is in this cluster
         else:
-            env["RLARK_HEAD_ADDRESS"] = "127.0.0.1"
+            gcs = self.state["jobs"][_key(pod["cluster"], t["job"])]["gcs_port"]
+            env["RLARK_RAY_PORT"] = str(gcs)
+            if t["ray_role"] == "head":
+                env["RLARK_NODE_IP"] = "127.0.0.1"
+            else:
+                env["RLARK_HEAD_ADDRESS"] = "127.0.0.1"
         env["RLARK_POD_PATH"] = env["PATH"]
         return env
+
+    def _net_address(self, cluster: str, pod: str, allocate: bool = True) -> str:
+        """The Worker's address on its isolated cluster's bridge (netns.py), "" for a cluster that is not isolated.
+        Stable per Pod name (a restarted Worker keeps it); allocated on first use unless ``allocate`` is False."""
+        net = self.state.setdefault("networks", {}).get(cluster)
+        if net is None:
+            return ""
+        pods = net.setdefault("pods", {})
+        if pod not in pods:
+            if not allocate:
+                return ""
+            used = set(pods.values())
+            free = [i for i in range(2, 255) if i not in used]
+            if not free:
+                raise RuntimeError(f"no free address left on cluster {cluster}'s network")
+            pods[pod] = free[0]
+            self._dirty = True
+        return netns.pod_address(net["index"], pods[pod])
+
+    def _prepare_network(self, pod: dict[str, Any]) -> None:
+        """The Worker's netns and its agent's files, before its ``main`` container (domain members)."""
+        net = self.state["networks"][pod["cluster"]]
+        netns.ensure_cluster(pod["cluster"], net["index"])
+        netns.ensure_pod(pod["cluster"], net["index"], pod["name"], net["pods"][pod["name"]])
+        member = self.state.get("domains", {}).get(_key(pod["cluster"], pod["name"]))
+        pdir = pod_dir(self.root, pod["cluster"], pod["name"])
+        if member and not (domain_members.agent_dir(pdir) / "config.json").exists():
+            pdir.mkdir(parents=True, exist_ok=True)
+            pdir.chmod(0o700)
+            domain_members.write_config(pdir, member)
 
     def _job_ids(self, cluster: str, job: str) -> tuple[int, int] | None:
         """``(host uid = gid of the job's root, count)``: one :mod:`.idmap` slot per job name, kept after the
@@ -777,6 +872,19 @@ class Supervisor:
                 if target not in taken:
                     mounts.append(launcher.Mount("tmpfs", "tmpfs", target, options="size=50%,mode=1777"))
         env = self._env(t, pod, main)
+        address = self._net_address(pod["cluster"], pod["name"])
+        ns_path = None
+        if address:
+            self._prepare_network(pod)
+            ns_path = netns.netns_path(netns.pod_netns(pod["cluster"], pod["name"]))
+            member = self.state.get("domains", {}).get(pkey) or {}
+            head_task = t.get("head_task") or ""
+            head = self._net_address(pod["cluster"], f"{head_task}-0", allocate=False)
+            # the headless Service's name, as cluster DNS would answer it (only for a head in this cluster)
+            services = {f"{head_task}-ray-head": head} if head and head_task else {}
+            pod["hosts_services"] = services
+            domain_members.write_hosts(pdir / "hosts", pod["name"], address, member.get("hosts") or {}, services)
+            mounts.append(launcher.Mount("bind", str(pdir / "hosts"), "/etc/hosts", read_only=True))
         base = self._alloc_block()
         gpus = sum(v for k, v in (pod.get("requests") or {}).items() if k.endswith("/gpu"))
         cpus = (pod.get("requests") or {}).get("cpu", 0)
@@ -789,7 +897,7 @@ class Supervisor:
             os.replace(log_path, pdir / "main.previous.log")
         if restarting:  # a restarted container starts with a fresh /tmp (old Ray sessions gone), as on Kubernetes
             shutil.rmtree(pdir / "tmp", ignore_errors=True)
-        proc = launcher.spawn(pdir, command, env, mounts, workdir, log_path, ids=ids, hidden=self.hidden)
+        proc = launcher.spawn(pdir, command, env, mounts, workdir, log_path, ids=ids, hidden=self.hidden, netns=ns_path)
         import psutil
 
         c = pod["container"]
@@ -817,7 +925,7 @@ class Supervisor:
             workdir=workdir,
             shm_size=shm,
             image=main.get("image", ""),
-            ip="127.0.0.1",
+            ip=address or "127.0.0.1",
         )
         self.procs[pkey] = proc
         self._dirty = True
@@ -869,7 +977,7 @@ class Supervisor:
                 "requests",
             )
         }
-        out["ip"] = "127.0.0.1" if pod.get("pid") else ""
+        out["ip"] = (pod.get("ip") or "127.0.0.1") if pod.get("pid") else ""
         out["pid"] = pod.get("pid")
         out["terminating"] = pkey in self.killing
         if pkey in self.killing:

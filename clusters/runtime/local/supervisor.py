@@ -43,6 +43,10 @@ OPS = {
     "pod_info": "op_pod_info",
     "pod_metrics": "op_pod_metrics",
     "list_namespaces": "op_list_namespaces",
+    "set_network": "op_set_network",
+    "delete_network": "op_delete_network",
+    "set_domain_members": "op_set_domain_members",
+    "domain_states": "op_domain_states",
 }
 
 
@@ -57,12 +61,22 @@ class _Handler(socketserver.StreamRequestHandler):
             method = getattr(sup, OPS[req["op"]])
             args = req.get("args") or {}
             nodes = args.pop("nodes", None) if req["op"] != "set_nodes" else None
+            network = args.pop("network", None) if req["op"] != "set_network" else None
             with sup.lock:
                 if nodes is not None and "cluster" in args:
                     sup.op_set_nodes(args["cluster"], nodes)
+                if network is not None and "cluster" in args:
+                    sup.op_set_network(args["cluster"], bool(network.get("isolated")))
                 result = method(**args)
                 sup._save()
-            if req["op"] in ("apply_task", "scale_task", "delete_task", "restart_pods", "set_nodes"):
+            if req["op"] in (
+                "apply_task",
+                "scale_task",
+                "delete_task",
+                "restart_pods",
+                "set_nodes",
+                "set_domain_members",
+            ):
                 sup.reconcile()
             answer = {"ok": True, "result": result}
         except LookupError as exc:

@@ -1,0 +1,166 @@
+"""Isolated networks of local clusters (issue 13 point 1): one network namespace per cluster and per Worker.
+
+Only a root supervisor can build them (``ip netns``/veth/bridge need ``CAP_NET_ADMIN`` in the host's network
+namespace); :func:`available` says whether it can. Layout, for a cluster with index ``c`` (0..253, kept in the
+supervisor's ``state["networks"]``) and a Worker with index ``p`` (2..254)::
+
+    host netns                 rlark-<cluster> (cluster netns)           rlark-<cluster>.<pod> (Worker netns)
+    rlkh<hash> 100.127.255.1 ── up0 100.127.c.2            br0 100.64.c.1/24 ── eth0 100.64.c.p/24
+       peer 100.127.c.2/32         peer 100.127.255.1/32   p<hash> (bridge port)   route 100.127.255.1 via 100.64.c.1
+
+- Workers of one cluster reach each other on the cluster's bridge (``100.64.c.0/24``, the cluster's Pod CIDR).
+- The console is reachable from every Worker of every isolated cluster at one address, :data:`CONSOLE_ADDRESS`
+  (the host end of each cluster's veth carries it, as a ``/32``); the host routes ``100.64.c.0/24`` back over the
+  same veth. Nothing else is routed: there is no default route in any namespace made here and no NAT, so a Worker
+  reaches neither another cluster nor any real address of the machine (the host's listeners on 127.0.0.1 stay out of
+  reach too: loopback is per namespace). ``100.64.0.0/10`` (RFC 6598) is outside the private ranges a network
+  domain may use, so a domain CIDR never overlaps a cluster network.
+- The Worker's root is an id-mapped user namespace created after joining the netns (``launcher``), so it holds no
+  capability over it: it can change neither addresses nor routes.
+
+Names: every namespace made here starts with ``rlark-``; interface names are at most 15 characters. Deleting a
+Worker netns removes its veth pair; deleting a cluster netns removes the bridge and the host veth with it.
+Errors: :class:`NetworkError` with the failing ``ip`` command's message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+PREFIX = "rlark-"
+CONSOLE_ADDRESS = "100.127.255.1"
+NETNS_DIR = Path("/run/netns")
+
+
+class NetworkError(RuntimeError):
+    """An ``ip`` command failed while building or removing an isolated network."""
+
+
+def available() -> tuple[bool, str]:
+    """``(True, "")`` when this process can build isolated networks (root and ``ip`` present), else the reason."""
+    if os.geteuid() != 0:
+        return False, "isolated networks need the local runtime supervisor to run as root"
+    if not shutil.which("ip"):
+        return False, "the ip command (iproute2) is missing"
+    return True, ""
+
+
+def _h(text: str, n: int = 8) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:n]
+
+
+def cluster_netns(cluster: str) -> str:
+    return f"{PREFIX}{cluster}"
+
+
+def pod_netns(cluster: str, pod: str) -> str:
+    return f"{PREFIX}{cluster}.{pod}"
+
+
+def netns_path(name: str) -> str:
+    return str(NETNS_DIR / name)
+
+
+def pod_cidr(index: int) -> str:
+    return f"100.64.{int(index)}.0/24"
+
+
+def pod_address(cluster_index: int, pod_index: int) -> str:
+    return f"100.64.{int(cluster_index)}.{int(pod_index)}"
+
+
+def _ip(*args: str, check: bool = True) -> str:
+    proc = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+    if check and proc.returncode != 0:
+        raise NetworkError(f"ip {' '.join(args)}: {proc.stderr.strip() or proc.returncode}")
+    return proc.stdout
+
+
+def exists(name: str) -> bool:
+    return Path(netns_path(name)).exists()
+
+
+def list_ours() -> list[str]:
+    """Every network namespace made here (name starts with ``rlark-``)."""
+    try:
+        return sorted(p.name for p in NETNS_DIR.iterdir() if p.name.startswith(PREFIX))
+    except FileNotFoundError:
+        return []
+
+
+def ensure_cluster(cluster: str, index: int) -> None:
+    """Create the cluster's netns, bridge and veth to the host (idempotent)."""
+    ns = cluster_netns(cluster)
+    if exists(ns):
+        return
+    host_if = f"rlkh{_h(cluster, 8)}"
+    c = int(index)
+    _ip("netns", "add", ns)
+    try:
+        _ip("-n", ns, "link", "set", "lo", "up")
+        _ip("-n", ns, "link", "add", "br0", "type", "bridge")
+        _ip("-n", ns, "addr", "add", f"100.64.{c}.1/24", "dev", "br0")
+        _ip("-n", ns, "link", "set", "br0", "up")
+        _ip("link", "del", host_if, check=False)  # a leftover of a crashed run
+        _ip("link", "add", host_if, "type", "veth", "peer", "name", "up0", "netns", ns)
+        _ip("addr", "add", CONSOLE_ADDRESS, "peer", f"100.127.{c}.2/32", "dev", host_if)
+        _ip("link", "set", host_if, "up")
+        _ip("-n", ns, "addr", "add", f"100.127.{c}.2", "peer", f"{CONSOLE_ADDRESS}/32", "dev", "up0")
+        _ip("-n", ns, "link", "set", "up0", "up")
+        _ip("route", "replace", pod_cidr(c), "via", f"100.127.{c}.2", "dev", host_if)
+        subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1"], check=True, timeout=30)
+    except (NetworkError, subprocess.SubprocessError) as exc:
+        delete_cluster(cluster)
+        raise NetworkError(str(exc)) from exc
+
+
+def delete_cluster(cluster: str) -> None:
+    """Remove the cluster's netns (its bridge and the host veth go with it) and every Worker netns left in it."""
+    for name in list_ours():
+        if name.startswith(cluster_netns(cluster) + "."):
+            delete_pod_netns(name)
+    if exists(cluster_netns(cluster)):
+        _ip("netns", "del", cluster_netns(cluster), check=False)
+    _ip("link", "del", f"rlkh{_h(cluster, 8)}", check=False)
+
+
+def ensure_pod(cluster: str, cluster_index: int, pod: str, pod_index: int) -> str:
+    """Create the Worker's netns on the cluster's bridge; returns its address (``100.64.c.p``)."""
+    ns = pod_netns(cluster, pod)
+    address = pod_address(cluster_index, pod_index)
+    if exists(ns):
+        return address
+    port = f"p{_h(cluster + '/' + pod, 10)}"
+    cns = cluster_netns(cluster)
+    _ip("netns", "add", ns)
+    try:
+        _ip("-n", ns, "link", "set", "lo", "up")
+        _ip("-n", cns, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        _ip("-n", cns, "link", "set", port, "master", "br0")
+        _ip("-n", cns, "link", "set", port, "up")
+        _ip("-n", ns, "addr", "add", f"{address}/24", "dev", "eth0")
+        _ip("-n", ns, "link", "set", "eth0", "up")
+        _ip("-n", ns, "route", "add", f"{CONSOLE_ADDRESS}/32", "via", f"100.64.{int(cluster_index)}.1")
+    except NetworkError:
+        delete_pod_netns(ns)
+        raise
+    return address
+
+
+def delete_pod_netns(name: str) -> None:
+    """Remove a Worker's netns (its veth pair goes with it). Processes still in it keep it alive until they exit."""
+    if exists(name):
+        _ip("netns", "del", name, check=False)
+
+
+def addresses(name: str) -> list[str]:
+    """``ip -brief addr`` lines of a namespace (for diagnostics and tests)."""
+    return _ip("-n", name, "-brief", "addr").splitlines()
+
+
+def routes(name: str) -> list[str]:
+    return _ip("-n", name, "route").splitlines()

@@ -1,0 +1,59 @@
+"""``manage.py domain_relay``: the console's network-domain relay (issue 13, ``domains.relay``).
+
+Listens on 127.0.0.1 and on the console address of the isolated clusters (``100.127.255.1``) at
+``RLARK_DOMAIN_RELAY_PORT`` (default 2223). A member is accepted while its address is allocated (``IPAllocation``);
+``--publish`` (default every 5 s) also pushes the members to the isolated clusters' supervisors
+(``domains.dataplane.publish``), so agents start without waiting for the next status sync.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from asgiref.sync import sync_to_async
+from django.core.management.base import BaseCommand
+from django.db import close_old_connections
+
+from clusters.runtime.local.netns import CONSOLE_ADDRESS
+from domains import certs, dataplane, relay
+from domains.models import IPAllocation
+
+
+def _allocated(domain: str, ip: str) -> bool:
+    close_old_connections()
+    return IPAllocation.objects.filter(domain__name=domain, ip=ip).exists()
+
+
+class Command(BaseCommand):
+    help = "Run the network-domain relay (SSH TUN channels of domain members, forwarded by destination address)."
+
+    def add_arguments(self, parser):  # noqa: D102
+        parser.add_argument("--port", type=int, default=dataplane.relay_port())
+        parser.add_argument("--publish", type=float, default=5.0, help="seconds between pushes of the members")
+
+    def handle(self, *args, port: int, publish: float, **options):  # noqa: D102
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s domain-relay %(levelname)s %(message)s")
+        asyncio.run(self._serve(port, publish))
+
+    async def _serve(self, port: int, publish: float) -> None:
+        r = relay.Relay(certs.ca_key(), sync_to_async(_allocated, thread_sensitive=False))
+        acceptors = await relay.serve(r, certs.relay_host_key(), port, ("127.0.0.1", CONSOLE_ADDRESS))
+        self.stdout.write(f"domain relay on 127.0.0.1 and {CONSOLE_ADDRESS}, port {acceptors[0].get_port()}")
+        self.stdout.flush()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        while not stop.is_set():
+            try:
+                await sync_to_async(dataplane.publish, thread_sensitive=False)()
+            except Exception:  # noqa: BLE001 - the relay keeps relaying; the next push retries
+                logging.getLogger("rlark.domains").exception("publishing domain members failed")
+            try:
+                await asyncio.wait_for(stop.wait(), publish)
+            except TimeoutError:
+                pass
+        for a in acceptors:
+            a.close()
