@@ -133,12 +133,14 @@ class ConsoleServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.ssh_port = free_port()  # the SSH bastion (sshgate, issue 12)
+        self.relay_port = free_port()  # the network-domain relay (issue 13)
         self.env = {
             **os.environ,
             "RLARK_VAR_DIR": str(tmp / "var"),
             "DATABASE_URL": _e2e_database_url(tmp),
             "RLARK_SYNC_INTERVAL": os.environ.get("RLARK_E2E_SYNC_INTERVAL", "2"),
             "RLARK_SSH_PORT": str(self.ssh_port),
+            "RLARK_DOMAIN_RELAY_PORT": str(self.relay_port),
             "DEBUG": "0",
             "PYTHONUNBUFFERED": "1",
             "RLARK_WEB_WORKERS": "2",  # two daphne workers (not 2 per core): a quicker cold start on a busy CI box

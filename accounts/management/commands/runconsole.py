@@ -63,6 +63,8 @@ class Command(BaseCommand):
             specs["watcher"] = [*manage, "watch_clusters"]  # watch-driven status of Kubernetes jobs (issue 11)
         if "sshgate" in get_commands():
             specs["ssh"] = [*manage, "sshgate"]  # the SSH bastion, RLARK_SSH_HOST:RLARK_SSH_PORT (issue 12)
+        if "domain_relay" in get_commands():
+            specs["relay"] = [*manage, "domain_relay"]  # network-domain relay, RLARK_DOMAIN_RELAY_PORT (issue 13)
         children: dict[str, subprocess.Popen] = {}
         stopping = False
         sup_proc: subprocess.Popen | None = None
