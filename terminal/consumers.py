@@ -25,11 +25,14 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext as _
 
 from accounts.clientaddr import scope_address
 from clusters.runtime.base import PodNotFound, RuntimeFailure
 from terminal.services import access, logs, sessions, transfer, user_sessions
 from terminal.services.runtimes import runtime_for
+from terminal.services.scope_language import scope_language
 
 logger = logging.getLogger(__name__)
 
@@ -639,25 +642,27 @@ class TerminalConsumer(_JobSocket):
         await self.send_json({"type": "file-transfer-done", "success": success, "error": error})
 
     async def _upload_start(self, msg: dict) -> None:
-        if self.upload is not None:  # its chunks and ours are indistinguishable: fail the running one
-            self.upload.error = self.upload.error or "another upload started before this one finished"
-            return
-        if self.download_task and not self.download_task.done():
-            self.upload = _Upload(0, error="another file transfer is in progress")
-            return
-        size = msg.get("size")
-        try:
-            path = transfer.upload_path(msg.get("path"))
-            mode = transfer.upload_mode(msg.get("mode"))
-            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-                raise transfer.TransferError("upload size is missing")
-            if size > transfer.MAX_TRANSFER_BYTES:
-                raise transfer.TransferError(
-                    f"file is larger than the {transfer.MAX_TRANSFER_BYTES // (1024 * 1024)} MiB limit"
-                )
-        except transfer.TransferError as exc:
-            self.upload = _Upload(0, error=str(exc))
-            return
+        with translation.override(self._language()):  # the refusals below are shown on the user's page
+            if self.upload is not None:  # its chunks and ours are indistinguishable: fail the running one
+                self.upload.error = self.upload.error or _("another upload started before this one finished")
+                return
+            if self.download_task and not self.download_task.done():
+                self.upload = _Upload(0, error=_("another file transfer is in progress"))
+                return
+            size = msg.get("size")
+            try:
+                path = transfer.upload_path(msg.get("path"))
+                mode = transfer.upload_mode(msg.get("mode"))
+                if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                    raise transfer.TransferError(_("upload size is missing"))
+                if size > transfer.MAX_TRANSFER_BYTES:
+                    raise transfer.TransferError(
+                        _("file is larger than the %(mib)d MiB limit")
+                        % {"mib": transfer.MAX_TRANSFER_BYTES // (1024 * 1024)}
+                    )
+            except transfer.TransferError as exc:
+                self.upload = _Upload(0, error=str(exc))
+                return
         self.last_input = time.monotonic()
         try:
             stream = await asyncio.to_thread(
@@ -731,9 +736,16 @@ class TerminalConsumer(_JobSocket):
             del stream
         await self._transfer_done(up.error is None, up.error)
 
+    def _language(self) -> str:
+        """The page's language (cookie, else Accept-Language), for the messages this consumer writes."""
+        if getattr(self, "language", None) is None:
+            self.language = scope_language(self.scope)
+        return self.language
+
     async def _download(self, raw_path: object) -> None:
         try:
-            path = transfer.download_path(raw_path)
+            with translation.override(self._language()):
+                path = transfer.download_path(raw_path)
         except transfer.TransferError as exc:
             await self._transfer_done(False, str(exc))
             return

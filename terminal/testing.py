@@ -413,8 +413,11 @@ def session_cookie(user) -> str:
     return client.cookies[settings.SESSION_COOKIE_NAME].value
 
 
-def ws_communicator(path: str, cookie: str | None = None, origin: str | None = "http://127.0.0.1"):
-    """A ``WebsocketCommunicator`` against the real ASGI application (Origin check, session auth)."""
+def ws_communicator(
+    path: str, cookie: str | None = None, origin: str | None = "http://127.0.0.1", language: str | None = None
+):
+    """A ``WebsocketCommunicator`` against the real ASGI application (Origin check, session auth); ``language``
+    is sent as the browser's Accept-Language."""
     from channels.testing import WebsocketCommunicator
     from django.conf import settings
 
@@ -423,6 +426,8 @@ def ws_communicator(path: str, cookie: str | None = None, origin: str | None = "
         headers.append((b"origin", origin.encode()))
     if cookie:
         headers.append((b"cookie", f"{settings.SESSION_COOKIE_NAME}={cookie}".encode()))
+    if language:
+        headers.append((b"accept-language", language.encode()))
     return WebsocketCommunicator(application, path, headers=headers)
 
 

@@ -6,13 +6,15 @@ Messages quote upstream's wizard strings exactly where upstream-rlark 7.1-7.3 gi
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass, field
 from typing import Any
 
 ERROR = "error"
 WARNING = "warning"
 
-# code or variant key -> (zh-hans, en). Placeholders: {role}, {path}, ... from Problem.params.
+# code or variant key -> (zh-hans, en). Placeholders: {role}, {path}, ... from Problem.params. English plurals:
+# ``{replicas:plural:worker:workers}`` gives "worker" when replicas is 1, else "workers" (issue 14.7: no "1 workers").
 MESSAGES: dict[str, tuple[str, str]] = {
     "document_invalid": ("Job 文档格式无效：{detail}", "The job document is invalid: {detail}"),
     "yaml_invalid": ("YAML 无法解析：{detail}", "The YAML cannot be parsed: {detail}"),
@@ -133,7 +135,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
     ),
     "replicas_mismatch": (
         "{role} 的 Worker 数为 {replicas}，但节点选择器在全部集群中匹配 {count} 个节点；两者必须一致。",
-        "{role} has {replicas} workers, but its node selector matches {count} nodes across all clusters; "
+        "{role} has {replicas} {replicas:plural:worker:workers}, but its node selector matches {count} "
+        "{count:plural:node:nodes} across all clusters; "
         "they must be equal.",
     ),
     "replicas_zero": (
@@ -221,7 +224,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
     ),
     "pvc_shared_rwo": (
         "{role} 有 {replicas} 个 Worker，共享同一个 ReadWriteOnce 存储卷 {claim}，可能无法同时挂载。",
-        "{role} has {replicas} workers sharing one ReadWriteOnce claim {claim}; they may not all mount it.",
+        "{role} has {replicas} {replicas:plural:worker:workers} sharing one ReadWriteOnce claim {claim}; "
+        "they may not all mount it.",
     ),
     "pvc_options_invalid": ("{role} 的存储卷选项无效：{detail}", "The volume options of {role} are invalid: {detail}"),
     "mount_shadows_path": (
@@ -256,7 +260,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
     ),
     "num_nodes_mismatch": (
         "各角色 Worker 总数为 {workers}，但 RLinf 配置的 cluster.num_nodes 为 {num_nodes}。",
-        "The roles have {workers} workers in total, but the RLinf config has cluster.num_nodes {num_nodes}.",
+        "The roles have {workers} {workers:plural:worker:workers} in total, but the RLinf config has "
+        "cluster.num_nodes {num_nodes}.",
     ),
     "node_ranks_mismatch": ("节点编号不一致：{detail}", "Node ranks are inconsistent: {detail}"),
     "job_exists": ("任务 {name} 已存在。", "A job named {name} already exists."),
@@ -302,6 +307,22 @@ MESSAGES: dict[str, tuple[str, str]] = {
 }
 
 
+class _PluralFormatter(string.Formatter):
+    """``str.format`` plus the spec ``plural:<one>:<other>`` (``<one>`` for a count of 1, else ``<other>``)."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if format_spec.startswith("plural:"):
+            one, _, other = format_spec[len("plural:") :].partition(":")
+            try:
+                return one if int(value) == 1 else other
+            except (TypeError, ValueError):
+                return other
+        return super().format_field(value, format_spec)
+
+
+_FORMATTER = _PluralFormatter()
+
+
 @dataclass(frozen=True)
 class Problem:
     """One finding. ``path`` is a dotted/indexed field path (``spec.tasks[1].nodeSelector``)."""
@@ -317,7 +338,7 @@ class Problem:
         zh, en = MESSAGES.get(self.key or self.code, MESSAGES.get(self.code, ("{code}", "{code}")))
         template = en if str(lang).lower().startswith("en") else zh
         try:
-            return template.format(code=self.code, **self.params)
+            return _FORMATTER.format(template, code=self.code, **self.params)
         except (KeyError, IndexError, ValueError):
             return template
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 import base64
 import re
 
+from django.utils.translation import gettext as _
+
 CHUNK_BYTES = 32 * 1024  # upstream 9
 MAX_TRANSFER_BYTES = 64 * 1024 * 1024
 RAW_PER_LINE = 57  # 57 raw bytes -> one 76-character base64 line
@@ -32,12 +34,15 @@ NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
 class TransferError(ValueError):
-    """A transfer request that is refused; ``str(exc)`` is shown to the user."""
+    """A transfer request that is refused; ``str(exc)`` is shown to the user, in the language active when it was
+    raised (the consumer activates its page's: ``terminal.services.scope_language``)."""
 
 
 def _check_name(name: str) -> None:
     if not NAME_RE.match(name) or name in {".", ".."}:
-        raise TransferError(f"file name {name!r} is not allowed (use letters, digits, '.', '_' or '-')")
+        raise TransferError(
+            _("file name %(name)s is not allowed (use letters, digits, '.', '_' or '-')") % {"name": repr(name)}
+        )
 
 
 def upload_path(path: object) -> str:
@@ -47,21 +52,21 @@ def upload_path(path: object) -> str:
     names outside ``[A-Za-z0-9._-]+``).
     """
     if not isinstance(path, str) or not path:
-        raise TransferError("upload path is missing")
+        raise TransferError(_("upload path is missing"))
     if "\x00" in path:
-        raise TransferError("upload path is not allowed")
+        raise TransferError(_("upload path is not allowed"))
     if ".." in path.split("/"):
-        raise TransferError("'..' is not allowed in transfer paths")
+        raise TransferError(_("'..' is not allowed in transfer paths"))
     if path.startswith("/tmp/"):
         name, prefix = path[5:], "/tmp/"
     elif path.startswith("./"):
         name, prefix = path[2:], "./"
     elif path.startswith("/"):
-        raise TransferError("absolute upload paths are only allowed under /tmp/")
+        raise TransferError(_("absolute upload paths are only allowed under /tmp/"))
     else:
         name, prefix = path, "./"
     if "/" in name:
-        raise TransferError("uploads go to the working directory or /tmp/, not into sub-directories")
+        raise TransferError(_("uploads go to the working directory or /tmp/, not into sub-directories"))
     _check_name(name)
     return prefix + name
 
@@ -70,21 +75,21 @@ def download_path(path: object) -> str:
     """Validate a download path: relative (``a/b.txt``, ``./b.txt``) or under ``/tmp/``; every
     component matches ``[A-Za-z0-9._-]+`` and none is ``..``. Returns the normalised path."""
     if not isinstance(path, str) or not path.strip():
-        raise TransferError("download path is missing")
+        raise TransferError(_("download path is missing"))
     path = path.strip()
     prefix = ""
     if path.startswith("/tmp/"):
         prefix, rest = "/tmp/", path[5:]
     elif path.startswith("/"):
-        raise TransferError("absolute download paths are only allowed under /tmp/")
+        raise TransferError(_("absolute download paths are only allowed under /tmp/"))
     else:
         prefix, rest = "./", path[2:] if path.startswith("./") else path
     parts = [p for p in rest.split("/") if p not in ("", ".")]
     if not parts:
-        raise TransferError("download path names no file")
+        raise TransferError(_("download path names no file"))
     for part in parts:
         if part == "..":
-            raise TransferError("'..' is not allowed in transfer paths")
+            raise TransferError(_("'..' is not allowed in transfer paths"))
         _check_name(part)
     return prefix + "/".join(parts)
 
@@ -94,7 +99,7 @@ def upload_mode(mode: object) -> str:
     if mode is None:
         return "644"
     if not isinstance(mode, int) or isinstance(mode, bool) or not 0 <= mode <= 0o777:
-        raise TransferError("file mode is not allowed")
+        raise TransferError(_("file mode is not allowed"))
     return f"{mode:o}"
 
 

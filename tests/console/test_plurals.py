@@ -38,3 +38,16 @@ def test_wizard_summary_counts_workers(client, admin_user):
     summaries = re.findall(r'data-testid="summary-\d+">([^<]+)<', page)
     assert summaries and all(not re.search(r"\b1 workers\b", s) for s in summaries), summaries
     assert any(re.search(r"\b1 worker configured\b", s) for s in summaries), summaries
+
+
+def test_validator_messages_use_english_plurals():
+    """Issue 14.7: "1 workers" / "1 nodes" in the validator's English messages (jobs/spec/messages.py)."""
+    from jobs.spec.messages import Problem
+
+    one = Problem("spec.tasks[0]", "replicas_mismatch", params={"role": "rollout", "replicas": 1, "count": 1})
+    many = Problem("spec.tasks[0]", "replicas_mismatch", params={"role": "rollout", "replicas": 3, "count": 2})
+    assert "has 1 worker, but its node selector matches 1 node across" in one.message("en")
+    assert "has 3 workers, but its node selector matches 2 nodes across" in many.message("en")
+    assert "Worker 数为 1" in one.message("zh-hans")
+    total = Problem("spec", "num_nodes_mismatch", params={"workers": 1, "num_nodes": 2})
+    assert "have 1 worker in total" in total.message("en")

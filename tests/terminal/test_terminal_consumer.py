@@ -112,8 +112,9 @@ class Term:
         return self.closed
 
 
-async def _open(user, pod="demo-actor-1") -> Term:
-    comm = ws_communicator(f"/ws/terminal/jobs/demo/pods/{pod}/", await sync_to_async(session_cookie)(user))
+async def _open(user, pod="demo-actor-1", language="en") -> Term:
+    cookie = await sync_to_async(session_cookie)(user)
+    comm = ws_communicator(f"/ws/terminal/jobs/demo/pods/{pod}/", cookie, language=language)
     connected, _ = await comm.connect()
     assert connected
     return Term(comm)
@@ -207,6 +208,15 @@ async def test_upload_escapes_are_rejected_and_never_typed(runtime, job, alice, 
     done = await term.text("file-transfer-done")
     assert done["success"] is False and error in done["error"]
     assert await term.run("ls -A", "m1") == ""  # nothing written, chunks not typed into the shell
+    await term.comm.disconnect()
+
+
+async def test_transfer_refusals_are_in_the_pages_language(runtime, job, alice):
+    term = await _open(alice, language="zh-CN,zh;q=0.9")
+    await term.run("echo ready", "m0")
+    await term.comm.send_to(text_data=json.dumps({"type": "file-download", "path": "../../etc/passwd"}))
+    done = await term.text("file-transfer-done")
+    assert done["success"] is False and done["error"] == "传输路径中不允许出现“..”", done
     await term.comm.disconnect()
 
 
