@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
@@ -74,9 +75,10 @@ class DomainListView(APIView):
         name = str(request.data.get("name", "")).strip()
         cidr = str(request.data.get("cidr", "")).strip()
         if not name:
-            return Response({"code": "invalid", "detail": {"name": ["This field is required."]}}, status=400)
+            return Response({"code": "invalid", "detail": {"name": [_("This field is required.")]}}, status=400)
         if Domain.objects.filter(name=name).exists():
-            return Response({"code": "exists", "detail": f"domain {name} already exists"}, status=409)
+            detail = _("A network domain named “%(name)s” already exists.") % {"name": name[:253]}
+            return Response({"code": "exists", "detail": detail}, status=409)
         try:
             domain = services.create_domain(name, cidr, request.user, request)
         except services.CIDRError as exc:

@@ -309,3 +309,19 @@ def test_overlapping_domains_for_cluster_registration():
     assert services.overlapping_domains("10.90.4.0/22,fd00::/64") == [a]
     assert services.overlapping_domains("10.91.0.0/16") == []
     assert services.overlapping_domains("junk") == []
+
+
+def test_api_create_errors_are_localized(client, admin_user):
+    """Issue 14.7: no English detail under a Chinese page."""
+    _domain("taken", "10.62.0.0/16")
+    client.force_login(admin_user)
+    for lang, exists, required in (
+        ("zh-hans", "名为“taken”的网络域已存在。", "该字段是必填项。"),
+        ("en", "A network domain named “taken” already exists.", "This field is required."),
+    ):
+        resp = client.post(
+            "/api/v1/domains/", {"name": "taken", "cidr": "10.63.0.0/16"}, "application/json", HTTP_ACCEPT_LANGUAGE=lang
+        )
+        assert resp.status_code == 409 and resp.json() == {"code": "exists", "detail": exists}
+        resp = client.post("/api/v1/domains/", {"cidr": "10.63.0.0/16"}, "application/json", HTTP_ACCEPT_LANGUAGE=lang)
+        assert resp.status_code == 400 and resp.json()["detail"] == {"name": [required]}
