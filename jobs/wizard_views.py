@@ -222,14 +222,7 @@ def _page_context(
         {"name": c.name, "status": c.status, "status_label": c.get_status_display(), "kind": inv.cluster_kind(c)}
         for c in inv.clusters
     ]
-    names = {r["i"]: r["role"].name or "?" for r in roles}
-    step_errors = []
-    for e in errors or []:
-        if e["step"] == state.step:
-            index = wz.task_index(e["path"])
-            step_errors.append({**e, "role": names.get(index, "") if index != state.active_role else ""})
-    # the role being edited (and problems of no role) first, then the other roles in order
-    step_errors.sort(key=lambda e: (1 if e["role"] else 0, wz.task_index(e["path"]) or 0))
+    step_errors = [e for e in (errors or []) if e["step"] == state.step]
     titles = {
         Mode.CREATE: (_("NEW JOB"), _("Create job"), _("Submit Job")),
         Mode.EDIT: (_("EDIT JOB"), _("Edit Job"), _("Save Changes")),
@@ -445,8 +438,9 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
             first = first or next(iter(role_errors), None)
             if state.step == 2 and first is not None:
                 state.active_role = wz.task_index(first["path"])
-            # Every problem at once (the fresh-clone trial: errors hid behind the first one); the page opens the
-            # role being edited and lists its problems first (issue 14.10), each other role's under its name.
+            if name != "submit" and state.step == 2:
+                # Until the user submits, only the role being edited shows its problems (issue 14.10).
+                blocking = [e for e in blocking if wz.task_index(e["path"]) in (None, state.active_role)]
             extra.update(errors=blocking, warnings=warnings)
             return extra
         if target == 2 and state.step != 2:
