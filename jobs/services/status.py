@@ -314,7 +314,25 @@ def localized_message(message: str) -> str:
             if params.get("detail"):
                 text += f" ({params['detail']})"
             if params.get("tail"):
-                glue = "" if params["tail"][:1] in ";:,. " or text.endswith("：") else " "
-                text += glue + params["tail"]
+                tail = _localized_tail(params["tail"])
+                glue = "" if tail[:1] in ";:,. ；，（" or text.endswith("：") else " "
+                text += glue + tail
             return text
     return message
+
+
+# The connecting words of a failure sentence's tail (``sync._worker_failures``: `` after stage '<s>'`` then
+# ``; first error: <line>``): translated; the stage name and the log line are quoted as they are.
+_TAIL = re.compile(r"^(?: after stage '(?P<stage>[^']*)')?(?:; first error: (?P<first>.*))?$", re.S)
+
+
+def _localized_tail(tail: str) -> str:
+    m = _TAIL.match(tail)
+    if m is None or not (m.group("stage") or m.group("first")):
+        return tail
+    out = ""
+    if m.group("stage"):
+        out += str(gettext_lazy(" after stage “%(stage)s”")) % {"stage": m.group("stage")}
+    if m.group("first"):
+        out += str(gettext_lazy("; first error: %(line)s")) % {"line": m.group("first")}
+    return out

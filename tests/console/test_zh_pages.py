@@ -216,17 +216,21 @@ def _debug_context(html: str, word: str) -> list[str]:  # pragma: no cover - a h
     [
         (
             "Header job-header-0 (role Header): run script exited with code 3; first error: boom",
-            "Header job-header-0（角色 Header）：运行脚本以退出码 3 结束; first error: boom",
+            "Header job-header-0（角色 Header）：运行脚本以退出码 3 结束；首个错误：boom",
         ),
         (
             "Worker demo-rollout-1 (role rollout): Ray worker process exited with code 1; first error: x",
-            "Worker demo-rollout-1（角色 rollout）：Ray worker 进程以退出码 1 退出; first error: x",
+            "Worker demo-rollout-1（角色 rollout）：Ray worker 进程以退出码 1 退出；首个错误：x",
         ),
         (
             "Worker demo-rollout-1 (role rollout): container main restarted 4 times (CrashLoopBackOff)",
             "Worker demo-rollout-1（角色 rollout）：main 容器重启了 4 次 (CrashLoopBackOff)",
         ),
         ("Image cannot be pulled: ErrImagePull", "镜像无法拉取：ErrImagePull"),
+        (
+            "Worker demo-rollout-0 (role rollout) exited with code 2 after stage 'rollout'; first error: boom",
+            "Worker demo-rollout-0（角色 rollout）以退出码 2 退出（在阶段“rollout”之后）；首个错误：boom",
+        ),
     ],
 )
 def test_stored_server_messages_render_in_the_users_language(stored, zh):
