@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-PORT ?= 8000
+PORT ?= $(or $(RLARK_PORT),8000)
 
 .PHONY: install run test lint bench clean k8s-build k8s-up k8s-down local-runtime-deps
 

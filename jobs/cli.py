@@ -333,8 +333,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The parsed command line. ``rlark ssh JOB -- CMD``: what follows ``--`` is the command, never the Worker
+    (argparse alone would fill the optional Worker with CMD's first word)."""
+    after: list[str] | None = None
+    if argv[:1] == ["ssh"] and "--" in argv:
+        cut = argv.index("--")
+        argv, after = argv[:cut], argv[cut + 1 :]
     args = build_parser().parse_args(argv)
+    if after is not None:
+        args.command = [*(args.command or []), *after]
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         client = load_config(args)
         return args.func(client, args)

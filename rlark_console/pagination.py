@@ -9,6 +9,7 @@ range, or ``limit`` and ``page_size`` given with different values, is rejected w
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
 from rest_framework.exceptions import APIException
@@ -33,10 +34,13 @@ def _whole(request, name: str, low: int, high: int | None) -> int | None:
     try:
         value = int(raw)
     except ValueError:
-        raise PaginationInvalid(name, f"{name} must be a whole number") from None
-    if value < low or (high is not None and value > high):
-        bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
-        raise PaginationInvalid(name, f"{name} must be {bounds}")
+        raise PaginationInvalid(name, _("%(name)s must be a whole number.") % {"name": name}) from None
+    if high is not None and not low <= value <= high:
+        raise PaginationInvalid(
+            name, _("%(name)s must be between %(low)d and %(high)d.") % {"name": name, "low": low, "high": high}
+        )
+    if value < low:
+        raise PaginationInvalid(name, _("%(name)s must be at least %(low)d.") % {"name": name, "low": low})
     return value
 
 
@@ -50,7 +54,9 @@ class ConsolePagination(LimitOffsetPagination):
         limit = _whole(request, "limit", 1, MAX_LIMIT)
         page_size = _whole(request, "page_size", 1, MAX_LIMIT)
         if limit is not None and page_size is not None and limit != page_size:
-            raise PaginationInvalid("page_size", "give limit or page_size (the same parameter), not two values")
+            raise PaginationInvalid(
+                "page_size", _("Give limit or page_size (the same parameter), not two different values.")
+            )
         return limit or page_size or self.default_limit
 
     def get_offset(self, request) -> int:

@@ -64,3 +64,15 @@ def test_schema_documents_the_parameters(client, alice):
     schema = client.get("/api/schema/?format=json").json()
     params = {p["name"] for p in schema["paths"]["/api/v1/jobs/"]["get"]["parameters"]}
     assert {"limit", "page_size", "offset"} <= params
+
+
+def test_pagination_errors_are_in_the_users_language(client, admin_user):
+    """Fresh-clone trial: ``limit=abc`` under a Chinese page answered in English."""
+    client.force_login(admin_user)
+    zh = client.get("/api/v1/jobs/?limit=abc", HTTP_ACCEPT_LANGUAGE="zh-CN").json()
+    en = client.get("/api/v1/jobs/?limit=abc", HTTP_ACCEPT_LANGUAGE="en").json()
+    assert zh["detail"] == "limit 必须是整数。" and en["detail"] == "limit must be a whole number."
+    zh = client.get("/api/v1/jobs/?offset=-1", HTTP_ACCEPT_LANGUAGE="zh-CN").json()
+    assert zh["detail"] == "offset 不能小于 0。"
+    en = client.get("/api/v1/jobs/?limit=100000", HTTP_ACCEPT_LANGUAGE="en").json()
+    assert en["detail"] == "limit must be between 1 and 500."

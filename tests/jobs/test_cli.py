@@ -140,3 +140,19 @@ def test_config_file_and_console_script(env, live_server, monkeypatch):
     )
     assert proc.returncode == 1, proc.stderr
     assert {e["code"] for e in json.loads(proc.stdout)["errors"]} == INVALID_CODES
+
+
+@pytest.mark.parametrize(
+    ("argv", "worker", "command"),
+    [
+        (["ssh", "demo", "--", "hostname"], None, ["hostname"]),  # the Header runs `hostname` (trial finding)
+        (["ssh", "demo", "rollout-1", "--", "ls", "-a"], "rollout-1", ["ls", "-a"]),
+        (["ssh", "demo", "rollout-1"], "rollout-1", []),
+        (["ssh", "demo"], None, []),
+    ],
+)
+def test_rlark_ssh_takes_what_follows_double_dash_as_the_command(argv, worker, command):
+    from jobs.cli import parse_args
+
+    args = parse_args(argv)
+    assert (args.name, args.worker, args.command) == ("demo", worker, command)
