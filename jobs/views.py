@@ -275,7 +275,10 @@ def job_log(request: HttpRequest, name: str) -> HttpResponse:
     except Pod.DoesNotExist:
         raise Http404("worker not found")
     except RuntimeFailure as exc:
-        error = str(exc)
+        if previous and exc.reason == "not_found":  # the same sentence as the full-log download's
+            error = _("%(pod)s has no previous container instance.") % {"pod": pod}
+        else:
+            error = str(exc)
     text = ANSI.sub("", text)  # colours are rendered by the Logs tab of issue 6; here plain text
     return render(request, "jobs/_log.html", {"job": job, "pod": pod, "text": text, "error": error})
 

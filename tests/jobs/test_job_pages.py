@@ -219,3 +219,14 @@ def test_overview_names_why_workers_are_pending(client, fake, alice):
     html = client.get(f"/jobs/{job.name}/?tab=overview").content.decode()
     assert 'data-testid="pending-reasons"' in html
     assert "demo-rollout-0" in html and "cannot pull its image" in html
+
+
+def test_previous_log_of_a_worker_that_never_restarted_says_so_in_the_users_language(client, fake, alice):
+    """Fresh-clone trial: "Previous container" showed the runtime's English 'pod … not found' on a zh page."""
+    job = running(fake, submit(alice))
+    client.force_login(alice)
+    url = reverse("jobs:log", args=[job.name]) + "?pod=demo-header-0&previous=1"
+    zh = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "not found" not in zh and "demo-header-0" in zh
+    client.cookies["django_language"] = "en"
+    assert "demo-header-0 has no previous container instance." in client.get(url).content.decode()
