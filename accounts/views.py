@@ -22,7 +22,10 @@ class RateLimitedLoginView(auth_views.LoginView):
         username = request.POST.get("username", "")
         addr = request_address(request)
         if ratelimit.is_locked(addr, username):
-            form = self.get_form()
+            # An unbound form: the posted password is never checked while locked, so the page cannot tell a right
+            # password from a wrong one (it also showed "enter a correct username and password" beside this).
+            form = self.get_form_class()(request, initial={"username": username[:150]})
+            form.cleaned_data = {}  # unbound: nothing was validated, only this error is shown
             form.add_error(None, _("Too many failed logins. Try again in a few minutes."))
             return self.render_to_response(self.get_context_data(form=form), status=429)
         return super().post(request, *args, **kwargs)

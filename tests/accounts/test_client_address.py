@@ -123,3 +123,18 @@ def test_real_server_locks_out_made_up_forwarded_for(console_server):
             statuses.append(exc.code)
     assert statuses[: ratelimit.MAX_FAILURES] == [200] * ratelimit.MAX_FAILURES
     assert set(statuses[ratelimit.MAX_FAILURES :]) == {429}
+
+
+def test_a_locked_login_page_says_only_that_and_never_checks_the_password(client, alice, settings):
+    """Fresh-clone trial: the 429 page also said "enter a correct username and password", and only for a wrong
+    password: while locked it told a right password from a wrong one."""
+    settings.RLARK_TRUSTED_PROXIES = []
+    for _ in range(ratelimit.MAX_FAILURES):
+        _login(client, "wrong")
+    right, wrong = _login(client, "alice-pass-1"), _login(client, "wrong")
+    assert right.status_code == wrong.status_code == 429
+    for resp in (right, wrong):
+        assert [str(e) for e in resp.context["form"].non_field_errors()] == ["登录失败次数过多，请几分钟后再试。"], (
+            resp.context["form"].errors
+        )
+    assert "_auth_user_id" not in client.session
