@@ -192,6 +192,9 @@ def test_diagnosis_and_runcheck_pages(job, monkeypatch, client, admin_user, bob)
     assert [w["lastStage"] for w in api["workers"]] == ["run_script", "head_reachable"]
     page = client.get(f"/jobs/{job.name}/run-check/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert page.count('data-testid="check"') == 5
+    zh = client.get(f"/jobs/{job.name}/run-check/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    # seed 02: "请以上面五项结果为准" follows the five checks, so it stands below them (fresh-clone trial)
+    assert zh.rindex('data-testid="check"') < zh.index("请以上面五项结果为准")
     resp = client.post(
         f"/jobs/{job.name}/run-check/",
         {"progress_pattern": "(", "app_patterns": "", "output_path": "", "max_wait_minutes": "10"},
