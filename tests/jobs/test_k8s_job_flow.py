@@ -162,7 +162,7 @@ def test_three_role_job_on_kubernetes(setup, fake_k8s, alice, client):  # noqa: 
     html = client.get("/jobs/flow/log/", {"pod": "flow-actor-0", "previous": "1"}).content.decode()
     assert "old run" in html
     html = client.get("/jobs/flow/log/", {"pod": "flow-env-0", "previous": "1"}).content.decode()
-    assert "no previous instance" in html
+    assert "flow-env-0 没有上一个容器实例。" in html  # the zh page says it in zh (the runtime's words were English)
     stream = registry.runtime_for(cluster).exec(NS, "flow-rollout-1")
     stream.write(b"echo $RLARK_NODE_RANK_START $RLARK_HEAD_ADDRESS\n")
     out, deadline = b"", time.monotonic() + 5
