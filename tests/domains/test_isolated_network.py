@@ -67,7 +67,8 @@ def test_two_isolated_clusters_cannot_reach_each_other_but_reach_the_console(sup
         ns_b = netns.pod_netns("iso-b", pb[0].name)
         assert set(netns.list_ours()) >= {"rlark-iso-a", "rlark-iso-b", ns_a0, ns_b}
         # The Worker really runs in that namespace.
-        ns_pid = a.pod_info(pa[0].name)["ns_pid"]
+        # ns_pid is given once the Worker's PID 1 is in its id-mapped user namespace (exec needs that)
+        ns_pid = wait_for(lambda: a.pod_info(pa[0].name)["ns_pid"], 20, what="the Worker's namespaces set up")
         identify = subprocess.run(["ip", "netns", "identify", str(ns_pid)], capture_output=True, text=True)
         assert identify.stdout.strip() == ns_a0
 
