@@ -74,25 +74,11 @@ stop_worker() {
 trap 'stop_worker; exit 143' TERM
 trap 'stop_worker; exit 130' INT
 
-# RLark goes further: a `ray start` that fails soon after it began (the head's port answers before the head
-# is registered in its GCS: "No node info found for head node", "Deadline Exceeded") is retried, at most
-# RLARK_RAY_START_ATTEMPTS times in all; a Ray node that ran for longer and then exited is not.
-attempt=1
-while :; do
-    began=$SECONDS
-    ray start --address="${head_target}:${RLARK_RAY_PORT}" --temp-dir "$RAY_TEMP_DIR" --block &
-    ray_pid=$!
-    ray_status=0
-    wait "$ray_pid" || ray_status=$?
-    ray_pid=""
-    if [ "$ray_status" -eq 0 ] || [ $((SECONDS - began)) -ge "${RLARK_RAY_START_RETRY_WINDOW:-60}" ] \
-        || [ "$attempt" -ge "${RLARK_RAY_START_ATTEMPTS:-5}" ]; then
-        break
-    fi
-    echo "ray start failed with code ${ray_status} (attempt ${attempt}); retrying in 2 s..."
-    attempt=$((attempt + 1))
-    sleep 2
-done
+ray start --address="${head_target}:${RLARK_RAY_PORT}" --temp-dir "$RAY_TEMP_DIR" --block &
+ray_pid=$!
+ray_status=0
+wait "$ray_pid" || ray_status=$?
+ray_pid=""
 echo "Ray worker process exited with code ${ray_status}"
 stop_worker
 # RLark goes further: exit with the Ray process's code (upstream always exits 0).
