@@ -208,4 +208,3 @@ def test_head_check_failure_run_script_exit_code_and_idle(tmp_path):
     assert not any(pid_alive(p) for p in members if p != pod.proc.pid)
     assert watch.samples > 3 and watch.checked > 0
     assert watch.bad == set(), f"non-loopback connections: {watch.bad}"
-
