@@ -147,7 +147,15 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}}
+    # channels_redis waits on BZPOPMIN for up to 5 s (RedisChannelLayer.brpop_timeout) and redis-py 8 gives
+    # every socket read a 5 s timeout by default (redis._defaults.DEFAULT_SOCKET_TIMEOUT): an idle websocket's
+    # consumer then dies of redis TimeoutError and its socket closes. Reads get twice the blocking wait.
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 10}]},
+        }
+    }
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = None
 else:

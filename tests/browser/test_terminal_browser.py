@@ -92,7 +92,7 @@ def test_webterminal_session(demo, page, tmp_path):
     assert open(download.path(), "rb").read() == payload
     page.fill('[data-testid="term-download-path"]', "../../etc/passwd")
     page.click('[data-testid="term-download"]')
-    expect(page.locator('[data-testid="term-status"]')).to_contain_text("文件传输失败：'..' is not allowed")
+    expect(page.locator('[data-testid="term-status"]')).to_contain_text("文件传输失败：传输路径中不允许出现“..”")
 
     type_line(page, "exit 0")
     status = page.locator('[data-testid="term-status"]')

@@ -165,6 +165,48 @@ def test_step2_worker_config(console_server, page):
     step2(page)
 
 
+def test_a_late_reply_never_swaps_an_older_tab_back(console_server, page):
+    """A cluster change posts a refresh; the user clicks the next role's tab before its reply. The reply to the
+    newer request (the tab) wins: the wizard shows the tab clicked last, with the cluster change kept."""
+    login(page, console_server)
+    step1(page, console_server, f"wzr-{uuid.uuid4().hex[:6]}")
+    page.click("[data-testid=next]")
+    at_step(page, 2)
+    page.click("[data-testid=role-tab-1]")
+    expect(page.locator("[data-testid=role-panel-1]")).to_be_visible()
+    options = page.locator("[data-testid=cluster-1] option").evaluate_all("(os) => os.map((o) => o.value)")
+    other = next(v for v in options if v != page.locator("[data-testid=cluster-1]").input_value())
+
+    held: dict[str, object] = {}  # action -> the request, answered when the test says
+
+    def hold(route):
+        found = re.search(r'name="action"\r?\n\r?\n([\w:]+)', route.request.post_data or "")
+        held[found.group(1) if found else "?"] = route
+
+    def wait_held(action: str) -> None:
+        for _ in range(100):  # route handlers run while Playwright waits
+            if action in held:
+                return
+            page.wait_for_timeout(100)
+        raise AssertionError(f"no {action} request; held: {sorted(held)}")
+
+    page.route("**/jobs/new/", hold)
+    page.select_option("[data-testid=cluster-1]", other)
+    wait_held("refresh")
+    page.click("[data-testid=role-tab-2]")
+    wait_held("tab:2")
+    for action in ("refresh", "tab:2"):  # the older reply first, then the newer one
+        try:
+            held[action].continue_()
+        except Exception:  # noqa: BLE001 - the page aborted it (hx-sync replace)
+            pass
+        page.wait_for_timeout(1000)
+    page.unroute("**/jobs/new/")
+    expect(page.locator("[data-testid=role-panel-2]")).to_be_visible()
+    expect(page.locator("[data-testid=role-panel-1]")).to_be_hidden()
+    expect(page.locator("[data-testid=cluster-1]")).to_have_value(other)
+
+
 def test_step3_common_config(console_server, page):
     login(page, console_server)
     step1(page, console_server, f"wz3-{uuid.uuid4().hex[:6]}")
