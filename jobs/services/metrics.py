@@ -28,6 +28,7 @@ from jobs.services.headline import worker_phase
 from jobs.services.run_prefix import run_path
 from jobs.services.status import runtime_seconds as _runtime
 from jobs.spec.mounts import host_path_for
+from rlark_console.id_sets import id_in
 
 RING_SIZE = 120  # samples kept per Pod
 SAMPLE_MIN_INTERVAL = 5.0  # seconds; the page samples itself only when the newest sample is older than this
@@ -123,7 +124,7 @@ def record_sync_samples(job_ids, metrics: dict[str, dict[str, float]], now: date
     if not metrics or not job_ids:
         return 0
     now = now or timezone.now()
-    owners = dict(Pod.objects.filter(task__job_id__in=job_ids).values_list("name", "task__job_id"))
+    owners = dict(Pod.objects.filter(task__job_id__in=id_in(job_ids)).order_by().values_list("name", "task__job_id"))
     rows = []
     for pod, values in metrics.items():
         if pod not in owners or not isinstance(values, dict):

@@ -57,6 +57,7 @@ from jobs.services import bulk, controller, domain_ips, metrics, runtime_restart
 from jobs.services.log_markers import CHECK_FAILED
 from jobs.services.status import get_condition, set_condition
 from jobs.services.sync_fetch import stale
+from rlark_console.id_sets import id_in
 
 logger = logging.getLogger(__name__)
 
@@ -209,9 +210,9 @@ def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool, force: bool
             }
         snaps = {}
         fields = ("task_id", "name", "uid", "fingerprint", "phase", "container_state__signals")
-        for task_id, name, uid, fp, phase, row_signals in Pod.objects.filter(
-            task__job_id__in=list(job_by_id)
-        ).values_list(*fields):
+        for task_id, name, uid, fp, phase, row_signals in (
+            Pod.objects.filter(task__job_id__in=id_in(job_by_id)).order_by().values_list(*fields)
+        ):
             snaps[(task_id, name)] = sync_fetch.RowSnap(uid, row_signals if isinstance(row_signals, dict) else {})
             light[task_id][name] = (fp, phase)
         return snaps
@@ -326,7 +327,7 @@ def _mark_cluster(cluster: Cluster, status: str, message: str) -> None:
 def _tasks_of(job_ids: list[int], clusters: dict[int, Cluster] | None = None) -> list[Task]:
     """The Tasks of these jobs (one query), each with its cluster attached from ``clusters`` (else one query for
     the few clusters): a join would decrypt the cluster's kubeconfig once per Task."""
-    tasks = list(Task.objects.filter(job_id__in=job_ids))
+    tasks = list(Task.objects.filter(job_id__in=id_in(job_ids)))
     clusters = dict(clusters or {})
     missing = {t.cluster_id for t in tasks} - set(clusters)
     if missing:
@@ -339,7 +340,7 @@ def _tasks_of(job_ids: list[int], clusters: dict[int, Cluster] | None = None) ->
 def _rows_of(job_ids: list[int]) -> dict[int, dict[str, Pod]]:
     """Task id -> Pod name -> row, for all these jobs in one query."""
     rows: dict[int, dict[str, Pod]] = defaultdict(dict)
-    for pod in Pod.objects.filter(task__job_id__in=job_ids):
+    for pod in Pod.objects.filter(task__job_id__in=id_in(job_ids)).order_by("task_id", "ordinal"):
         rows[pod.task_id][pod.name] = pod
     return rows
 
