@@ -83,3 +83,21 @@ def test_failed_and_succeeded_jobs_after_the_end(console_server, page, lang):
     page.screenshot(path=f"{SHOTS}/failed-job-runcheck-{lang}.png", full_page=True)
     page.goto(console_server.url + "/jobs/day-failed/diagnosis/")
     page.screenshot(path=f"{SHOTS}/failed-job-diagnosis-{lang}.png", full_page=True)
+
+
+@pytest.mark.parametrize("lang", ["zh-hans", "en"])
+def test_logs_tab_of_an_ended_job_says_the_stream_ended(console_server, page, lang):
+    """Issue 14.9: once the job Succeeded and its Workers are gone, the Logs tab's live toggle says the stream
+    ended (not "Streaming"), in the page's language (a running job's tab streams: test_logs_live_browser)."""
+    assert console_server.manage("shell", "--no-imports", "-c", SETUP).stdout.strip().endswith("ok")
+    login(page, console_server, lang)
+    page.goto(console_server.url + "/jobs/day-done/?tab=logs")
+    toggle = page.locator("[data-testid=logs-live]")
+    expect(toggle.locator("[data-testid=logs-live-label]")).to_have_text(
+        "Stream ended" if lang == "en" else "日志流已结束"
+    )
+    expect(toggle).to_have_attribute("data-ended", "true")
+    expect(toggle).to_have_attribute("aria-pressed", "false")
+    expect(toggle).to_be_disabled()
+    assert ("no new lines" if lang == "en" else "不会再有新的日志行") in (toggle.get_attribute("title") or "")
+    page.screenshot(path=f"{SHOTS}/succeeded-job-logs-{lang}.png", full_page=True)
