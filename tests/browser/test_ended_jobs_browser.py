@@ -62,6 +62,10 @@ def test_failed_and_succeeded_jobs_after_the_end(console_server, page, lang):
     expect(page.locator("[data-testid=workers-ready]")).to_have_text("0/2")
     expect(page.locator("[data-testid=running-for-label]")).to_have_text("Ran for" if lang == "en" else "运行时长")
     expect(page.locator("[data-testid=running-for]")).to_have_text("2m 00s")
+    # "Not configured" is words, not a path: only a configured TensorBoard directory is shown as code
+    placeholder = page.locator("[data-testid=overview-tensorboard]")
+    expect(placeholder).to_have_text("Not configured" if lang == "en" else "未配置")
+    assert "monospace" not in placeholder.evaluate("e => getComputedStyle(e).fontFamily")
     page.screenshot(path=f"{SHOTS}/failed-job-overview-{lang}.png", full_page=True)
     page.goto(console_server.url + "/jobs/day-failed/?tab=workers")
     page.screenshot(path=f"{SHOTS}/failed-job-workers-{lang}.png", full_page=True)
