@@ -33,6 +33,8 @@ admin.site.login = _admin_login
 
 # The admin index title set in rlark_console/urls.py; its translation lives in this app's catalog.
 BACK_OFFICE_TITLE = gettext_noop("Back office")
+# The hint of Django's admin/auth/user/add_form.html: Django 5.2's zh_Hans catalog has no translation for it.
+USER_ADD_HINT = gettext_noop("After you’ve created a user, you’ll be able to edit more user options.")
 
 
 @admin.register(AuditEvent)

@@ -249,7 +249,8 @@ def cmd_describe(client: Client, args) -> int:
     if workers:
         print("Workers:")
         for w in workers:
-            print(f"  {w.get('name')}  rank {w.get('rank')}  {w.get('phase')}  node {w.get('node') or '-'}")
+            phase = w.get("phaseLabel") or w.get("phase")  # the label the Workers tab shows (Completed, not Stopped)
+            print(f"  {w.get('name')}  rank {w.get('rank')}  {phase}  node {w.get('node') or '-'}")
     print("YAML:")
     print("  " + (data.get("yaml") or "").rstrip().replace("\n", "\n  "))
     return 0

@@ -40,6 +40,7 @@ from jobs.services.status import (
     runtime_seconds,
     worker_rows,
 )
+from jobs.spec import conditions as conditions_spec
 from jobs.spec.document import render_yaml
 from jobs.spec.layout import display_role_of
 from rlark_console.redirects import safe_next
@@ -210,7 +211,13 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
         "can_change": policy.can_change_job(request.user, job),
         "synced": any(w["pod"] for w in workers),
         "conditions": [
-            {**c, "since": _parse_time(c.get("lastTransitionTime")), "text": localized_message(c.get("message", ""))}
+            {
+                **c,
+                "since": _parse_time(c.get("lastTransitionTime")),
+                "text": localized_message(c.get("message", "")),
+                "type_label": conditions_spec.type_label(c.get("type", "")),
+                "status_label": conditions_spec.status_label(c.get("status", "")),
+            }
             for c in job.conditions or []
         ],
         "message": headline.message,

@@ -90,7 +90,8 @@ class LogsConsumer(_JobSocket):
 
     Client -> server (JSON): ``{"type":"subscribe","pods":[...],"previous":bool,"live":bool,
     "cursors":{pod:{"id","off","n"}}}``, ``{"type":"live","on":bool}``, ``{"type":"refresh"}``.
-    Server -> client: ``targets`` (the job's Pods), ``lines`` (per Pod: ``id``, ``reset``,
+    Server -> client: ``targets`` (the job's Pods; ``ended`` once the job is over and no Worker can write more),
+    ``lines`` (per Pod: ``id``, ``reset``,
     ``first``, ``lines``, ``cursor``, ``more``), ``state`` (``empty``/``pending``/``gone``/
     ``no-previous``/``error`` with a message), ``tick`` after each refresh.
     Live refresh every :data:`terminal.services.logs.LIVE_INTERVAL` seconds (seed 02), each one
@@ -140,7 +141,14 @@ class LogsConsumer(_JobSocket):
 
     async def _refresh_targets(self) -> None:
         self.targets, warnings = await asyncio.to_thread(logs.resolve_targets, self.layout)
-        await self.send_json({"type": "targets", "targets": [t.as_dict() for t in self.targets], "warnings": warnings})
+        await self.send_json(
+            {
+                "type": "targets",
+                "targets": [t.as_dict() for t in self.targets],
+                "warnings": warnings,
+                "ended": logs.stream_ended(self.layout, self.targets),
+            }
+        )
 
     async def receive(self, text_data=None, bytes_data=None):
         if text_data is None or len(text_data) > MAX_TEXT_FRAME:

@@ -45,6 +45,25 @@ def _writer(runtime, stop: threading.Event, interval: float) -> None:
             runtime.append_log(NS, "demo-rollout-0", f"rollout batch {step // 3} collected (64 episodes)\n")
 
 
+def _as_running(job) -> None:
+    """What the status sync would have recorded for a job running for a few minutes: started, every Worker ready
+    (the page then says "3/3 ready" and "Running for 5m", not "0/3" and "—" next to "Job active")."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs.models import Job, Pod
+
+    started = timezone.now() - timedelta(minutes=5)
+    Job.objects.filter(pk=job.pk).update(started_at=started, created_at=started - timedelta(seconds=20))
+    for task in job.tasks.all():
+        task.ready_replicas = task.replicas
+        task.save(update_fields=["ready_replicas"])
+    Pod.objects.filter(task__job=job).update(
+        container_state={"state": "running", "ready": True}, created_at=started, started_at=started
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dir", required=True)
@@ -79,7 +98,8 @@ def main(argv: list[str] | None = None) -> None:
     use_runtime_factory(lambda cluster: runtime)
 
     registry.get_runtime = lambda cluster: runtime  # the rest of the console (job pages, REST API) too
-    seed_job(runtime, alice)
+    job = seed_job(runtime, alice)
+    _as_running(job)
     runtime.append_log(NS, "demo-actor-0", _header(0, "Actor"))
     history = "".join(f"[history] line {i} of the earlier run\n" for i in range(args.lines))
     runtime.append_log(

@@ -26,6 +26,7 @@ from clusters.runtime.base import RuntimeFailure
 from jobs.api.parsers import RAW_PARSERS, RawBody
 from jobs.models import Job
 from jobs.services import controller, submission
+from jobs.services.headline import worker_phase, worker_phase_label
 from jobs.services.status import job_status as status_of
 from jobs.spec.document import normalize, parse_text, render_yaml
 from jobs.spec.layout import task_layout
@@ -138,7 +139,14 @@ def job_summary(job: Job) -> dict[str, Any]:
 
 
 def job_status(job: Job) -> dict[str, Any]:
-    return status_of(job)
+    """``jobs.services.status.job_status``; each Worker also gets ``shownPhase`` and ``phaseLabel`` (in the
+    request's language): the phase the pages show, from the same ``jobs.services.headline`` functions (a Succeeded
+    job's Workers are Completed, not the Stopped of their scaled-down Pods). ``phase`` stays the last synced one."""
+    data = status_of(job)
+    for w in data["workers"]:
+        w["shownPhase"] = worker_phase(job, w["phase"] or "")
+        w["phaseLabel"] = worker_phase_label(w["shownPhase"])
+    return data
 
 
 def job_detail(job: Job) -> dict[str, Any]:

@@ -11,6 +11,32 @@ from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
+
+# How the pages name a condition's type and status (the API keeps the Kubernetes-style values). ImagePullBackOff is
+# Kubernetes' own word, kept as it is in both languages.
+TYPE_LABELS = {
+    "Failed": _("Failed"),
+    "Succeeded": _("Succeeded"),
+    "Stopped": _("Stopped"),
+    "ClusterReachable": _("Cluster reachable"),
+}
+STATUS_LABELS = {
+    "True": pgettext_lazy("condition status", "True"),
+    "False": pgettext_lazy("condition status", "False"),
+    "Unknown": pgettext_lazy("condition status", "Unknown"),
+}
+
+
+def type_label(type_: str) -> str:
+    """The page's name of condition type ``type_`` (the type itself when it has none)."""
+    return str(TYPE_LABELS.get(type_, type_))
+
+
+def status_label(status: str) -> str:
+    """The page's word for a condition status ``True``/``False``/``Unknown``."""
+    return str(STATUS_LABELS.get(status, status))
 
 
 def set_condition(

@@ -14,7 +14,8 @@
   const OVERSCAN = 30;
   const MAX_LINES = 200000;
   const PAUSE_SVG = '<svg viewBox="0 0 10 10" width="10" height="10"><rect x="1.5" y="1" width="2.5" height="8"/><rect x="6" y="1" width="2.5" height="8"/></svg>';
-  const PLAY_SVG = '<svg viewBox="0 0 10 10" width="10" height="10"><path d="M2.5 1 9 5 2.5 9z"/></svg>';  // memory cap of the page; the full log is always downloadable
+  const PLAY_SVG = '<svg viewBox="0 0 10 10" width="10" height="10"><path d="M2.5 1 9 5 2.5 9z"/></svg>';
+  const ENDED_SVG = '<svg viewBox="0 0 10 10" width="10" height="10"><rect x="2" y="2" width="6" height="6"/></svg>';  // memory cap of the page; the full log is always downloadable
 
   function fmt(s, vars) {
     return String(s).replace(/%\((\w+)\)s/g, (_, k) => (vars && k in vars ? vars[k] : ""));
@@ -39,6 +40,7 @@
       this.pods = {};         // pod -> {id, next, cursor, state, message}
       this.targets = [];
       this.live = true;       // issue 14.4: the tab streams when it opens
+      this.ended = false;     // issue 14.9: the job is over and no Worker can write more (the server says so)
       this.follow = true;     // auto-scroll; off while the user has scrolled up
       this.frozen = false;
       this.filter = "";
@@ -176,18 +178,27 @@
 
     setLive(on, quiet) {
       this.live = on;
-      const b = this.el.live;
-      b.setAttribute("aria-pressed", on ? "true" : "false");
-      b.title = on ? this.s.pauseLive : this.s.resumeLive;
+      this.drawLive();
+      if (!quiet) this.send({ type: "live", on });
+    }
+
+    // The toggle says what the stream does: Streaming (click pauses), Paused (click resumes), or, once the job has
+    // ended and every Worker is gone or finished, Stream ended (the server keeps watching, so a new run streams
+    // again; while it watches there is nothing to pause).
+    drawLive() {
+      const b = this.el.live, on = this.live, ended = this.ended;
+      b.setAttribute("aria-pressed", on && !ended ? "true" : "false");
+      b.dataset.ended = ended ? "true" : "false";
+      b.disabled = ended && on;
+      b.title = ended ? this.s.endedTitle : on ? this.s.pauseLive : this.s.resumeLive;
       const icon = document.createElement("span");
       icon.className = "live-icon"; icon.setAttribute("aria-hidden", "true");
-      icon.dataset.icon = on ? "pause" : "play"; // the action a click takes
-      icon.innerHTML = on ? PAUSE_SVG : PLAY_SVG; // constant markup, no user data
+      icon.dataset.icon = ended ? "ended" : on ? "pause" : "play"; // the action a click takes
+      icon.innerHTML = ended ? ENDED_SVG : on ? PAUSE_SVG : PLAY_SVG; // constant markup, no user data
       const label = document.createElement("span");
       label.dataset.testid = "logs-live-label";
-      label.textContent = on ? this.s.streaming : this.s.paused;
+      label.textContent = ended ? this.s.ended : on ? this.s.streaming : this.s.paused;
       b.replaceChildren(icon, label);
-      if (!quiet) this.send({ type: "live", on });
     }
 
     // --- auto-scroll (issue 14.4): scrolling up pauses it, "jump to latest" resumes it ---------
@@ -218,6 +229,7 @@
       if (msg.type === "targets") {
         this.gotTargets = true;
         this.warnings = msg.warnings || [];
+        if (!!msg.ended !== this.ended) { this.ended = !!msg.ended; this.drawLive(); }
         const key = JSON.stringify(msg.targets || []);
         if (key !== this.targetsKey) {
           const before = this.selectedPods().join(",");

@@ -68,10 +68,22 @@
     return chart;
   }
 
+  // the zone's abbreviations over the chart's time span: "EST/EDT" when it crosses a daylight-saving change
+  function spanAbbr(series) {
+    const names = [];
+    for (const x of series) {
+      for (const p of [x.points[0], x.points[x.points.length - 1]]) {
+        const a = p ? T.abbrAt(p[0]) : "";
+        if (a && !names.includes(a)) names.push(a);
+      }
+    }
+    return names.join("/") || T.abbr;
+  }
+
   function usageChart(el, series, unit, fmt) {
     return base(
       el,
-      { type: "time", name: s.time + " (" + T.abbr + ")", nameLocation: "middle", nameGap: 26,
+      { type: "time", name: s.time + " (" + spanAbbr(series) + ")", nameLocation: "middle", nameGap: 26,
         axisLabel: { formatter: axisTime, hideOverlap: true } },
       { type: "value", name: unit, scale: true, axisLabel: { formatter: (v) => fmt(v) } },
       {

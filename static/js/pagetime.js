@@ -5,10 +5,14 @@
  * data-tz-abbr="CST" data-tz-offset="UTC+08:00">; scripts that format times themselves (Metrics chart axes and
  * tooltips, the Logs tab's timestamps and "updated at") use this module, never the browser's own zone.
  *
- *   RLarkTime.zone / .abbr / .offset       the page's zone, as the header shows it
+ *   RLarkTime.zone / .abbr / .offset       the page's zone, as the header shows it (now)
+ *   RLarkTime.abbrAt(ms | iso)             the zone's abbreviation at that instant: EST in January, EDT in July
+ *                                           for America/New_York (data-tz-abbrs: the server's names per offset;
+ *                                           "UTC-04:00" for an offset it did not list)
  *   RLarkTime.format(ms | iso, opts)       "YYYY-MM-DD HH:MM:SS" in the page's zone (opts.utc: in UTC;
  *                                           opts.ms: with milliseconds; opts.date === false: time only;
- *                                           opts.offset: with " +08:00"; opts.abbr: with " CST")
+ *                                           opts.offset: with " +08:00"; opts.abbr: with " CST"); offset and
+ *                                           abbreviation are those of the instant, on either side of a DST change
  */
 (function () {
   "use strict";
@@ -16,6 +20,8 @@
   const root = document.documentElement;
   const zone = root.dataset.tz || "UTC";
   const cache = {};
+  let abbrs = {};
+  try { abbrs = JSON.parse(root.dataset.tzAbbrs || "{}") || {}; } catch (e) { abbrs = {}; }
 
   function formatter(tz) {
     if (!cache[tz]) {
@@ -40,9 +46,18 @@
     return out;
   }
 
+  function toMs(value) { return typeof value === "number" ? value : Date.parse(value); }
+
+  function abbrOf(p) { return abbrs[p.offset] || "UTC" + p.offset; }
+
+  function abbrAt(value) {
+    const ms = toMs(value);
+    return isFinite(ms) ? abbrOf(parts(ms, zone)) : "";
+  }
+
   function format(value, opts) {
     opts = opts || {};
-    const ms = typeof value === "number" ? value : Date.parse(value);
+    const ms = toMs(value);
     if (!isFinite(ms)) return String(value);
     const tz = opts.utc ? "UTC" : zone;
     const p = parts(ms, tz);
@@ -51,7 +66,7 @@
     if (opts.date !== false) text = p.year + "-" + p.month + "-" + p.day + " " + text;
     if (opts.utc && (opts.offset || opts.abbr)) return text + " UTC";
     if (opts.offset) text += " " + p.offset;
-    if (opts.abbr) text += " " + (root.dataset.tzAbbr || p.offset);
+    if (opts.abbr) text += " " + abbrOf(p);
     return text;
   }
 
@@ -60,6 +75,7 @@
     abbr: root.dataset.tzAbbr || zone,
     offset: root.dataset.tzOffset || "",
     parts: (ms) => parts(ms, zone),
+    abbrAt,
     format,
   };
 })();

@@ -42,6 +42,14 @@ LIVE_INTERVAL = 5.0  # seed 02: "Live" refreshes every 5 s
 MAX_LINES_PER_POLL = 5000  # peers L11: per-stream cap per refresh; the rest follows next refresh
 MAX_LINE_BYTES = 64 * 1024  # a longer line is cut (the remainder becomes the next line)
 TERMINAL_PHASES = {"Succeeded", "Failed"}
+ENDED_JOB_PHASES = ("Succeeded", "Failed", "Stopped")
+
+
+def stream_ended(layout: Layout, targets: list[LogTarget]) -> bool:
+    """The live stream has nothing more to give (issue 14.9): the job has ended and none of its Workers can still
+    write, each is gone from the runtime or finished (Succeeded, Failed, or Stopped by the console)."""
+    return layout.ended and all(not t.exists or t.phase in TERMINAL_PHASES or t.phase == "Stopped" for t in targets)
+
 
 _TS_RE = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ")
 
@@ -78,6 +86,7 @@ class Layout:
     job: str
     tasks: tuple[TaskRef, ...]
     pods: tuple[PodRef, ...]
+    ended: bool = False  # the job is Succeeded, Failed or Stopped (its run is over)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,7 +238,7 @@ def load_layout(job) -> Layout:
         PodRef(p.name, p.task.name, p.ordinal, p.uid, p.phase, p.restart_count)
         for p in Pod.objects.filter(task__job=job).select_related("task").order_by("task__order", "ordinal")
     )
-    return Layout(job.name, tasks, pods)
+    return Layout(job.name, tasks, pods, ended=job.phase in ENDED_JOB_PHASES or bool(job.stopped))
 
 
 def load_layout_named(job_name: str) -> Layout | None:

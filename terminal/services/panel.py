@@ -19,6 +19,8 @@ def log_strings() -> dict[str, str]:
         "noMatch": _("No matching logs found."),
         "streaming": _("Streaming"),
         "paused": _("Paused"),
+        "ended": _("Stream ended"),
+        "endedTitle": _("The job has ended and none of its Workers is running: no new lines will come."),
         "matches": _("%(n)s matching lines"),
         "lines": _("%(n)s lines"),
         "heldLines": _("View paused: %(n)s new lines waiting"),

@@ -200,6 +200,9 @@ def test_diagnosis_runcheck_metrics_pages(page, live_server, client, admin_user,
         expect(page.locator("[data-testid=worker-metric][data-pod=demo-rollout-1]")).to_contain_text(
             "暂不可用" if lang == "zh-hans" else "not available"
         )
+        # the phase badge beside the job's (monospace) name is a label in the page's font, as on the job page
+        badge = page.locator("[data-testid=detail-phase]")
+        assert "monospace" not in badge.evaluate("e => getComputedStyle(e).fontFamily")
         page.screenshot(path=str(ARTIFACTS / f"metrics-{lang}.png"), full_page=True)
 
     # Settings form and export (English).

@@ -62,6 +62,10 @@ def test_failed_and_succeeded_jobs_after_the_end(console_server, page, lang):
     expect(page.locator("[data-testid=workers-ready]")).to_have_text("0/2")
     expect(page.locator("[data-testid=running-for-label]")).to_have_text("Ran for" if lang == "en" else "运行时长")
     expect(page.locator("[data-testid=running-for]")).to_have_text("2m 00s")
+    # "Not configured" is words, not a path: only a configured TensorBoard directory is shown as code
+    placeholder = page.locator("[data-testid=overview-tensorboard]")
+    expect(placeholder).to_have_text("Not configured" if lang == "en" else "未配置")
+    assert "monospace" not in placeholder.evaluate("e => getComputedStyle(e).fontFamily")
     page.screenshot(path=f"{SHOTS}/failed-job-overview-{lang}.png", full_page=True)
     page.goto(console_server.url + "/jobs/day-failed/?tab=workers")
     page.screenshot(path=f"{SHOTS}/failed-job-workers-{lang}.png", full_page=True)
@@ -83,3 +87,21 @@ def test_failed_and_succeeded_jobs_after_the_end(console_server, page, lang):
     page.screenshot(path=f"{SHOTS}/failed-job-runcheck-{lang}.png", full_page=True)
     page.goto(console_server.url + "/jobs/day-failed/diagnosis/")
     page.screenshot(path=f"{SHOTS}/failed-job-diagnosis-{lang}.png", full_page=True)
+
+
+@pytest.mark.parametrize("lang", ["zh-hans", "en"])
+def test_logs_tab_of_an_ended_job_says_the_stream_ended(console_server, page, lang):
+    """Issue 14.9: once the job Succeeded and its Workers are gone, the Logs tab's live toggle says the stream
+    ended (not "Streaming"), in the page's language (a running job's tab streams: test_logs_live_browser)."""
+    assert console_server.manage("shell", "--no-imports", "-c", SETUP).stdout.strip().endswith("ok")
+    login(page, console_server, lang)
+    page.goto(console_server.url + "/jobs/day-done/?tab=logs")
+    toggle = page.locator("[data-testid=logs-live]")
+    expect(toggle.locator("[data-testid=logs-live-label]")).to_have_text(
+        "Stream ended" if lang == "en" else "日志流已结束"
+    )
+    expect(toggle).to_have_attribute("data-ended", "true")
+    expect(toggle).to_have_attribute("aria-pressed", "false")
+    expect(toggle).to_be_disabled()
+    assert ("no new lines" if lang == "en" else "不会再有新的日志行") in (toggle.get_attribute("title") or "")
+    page.screenshot(path=f"{SHOTS}/succeeded-job-logs-{lang}.png", full_page=True)

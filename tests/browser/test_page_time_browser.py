@@ -103,3 +103,31 @@ def test_logs_updated_at_and_timestamps_use_the_pages_zone(demo, ny_page, lang):
     expect(stamp).to_have_text(re.compile(r" UTC $"))
     assert stamp.inner_text()[11:13] in _hours_around_now(UTC)
     page.screenshot(path=str(SHOTS / f"page-time-logs-{lang}.png"), full_page=True)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("orm_beside_playwright")
+def test_a_time_gets_the_abbreviation_and_offset_of_its_own_side_of_a_dst_change(live_server, settings, browser):
+    """The page's zone has daylight saving (America/New_York), the browser is elsewhere (Tokyo): a time in January
+    is EST -05:00 and one in July EDT -04:00, whichever side of the change "now" is on (the script used the header's
+    abbreviation, that of now, for every time)."""
+    settings.TIME_ZONE = "America/New_York"
+    ctx = browser.new_context(timezone_id="Asia/Tokyo")
+    page = ctx.new_page()
+    page.goto(live_server.url + "/login/")
+    now_abbr = datetime.now(ZoneInfo("America/New_York")).tzname()
+    assert page.locator("html").get_attribute("data-tz-abbr") == now_abbr  # the header's label: now
+    fmt = "([ms, opts]) => RLarkTime.format(ms, opts)"
+    jan = int(datetime(2026, 1, 15, 12, 0, tzinfo=UTC).timestamp() * 1000)
+    jul = int(datetime(2026, 7, 15, 12, 0, tzinfo=UTC).timestamp() * 1000)
+    assert page.evaluate(fmt, [jan, {"abbr": True}]) == "2026-01-15 07:00:00 EST"
+    assert page.evaluate(fmt, [jul, {"abbr": True}]) == "2026-07-15 08:00:00 EDT"
+    assert page.evaluate(fmt, [jan, {"offset": True}]) == "2026-01-15 07:00:00 -05:00"
+    assert page.evaluate(fmt, [jul, {"offset": True}]) == "2026-07-15 08:00:00 -04:00"
+    # the hour of the change itself: 2026-03-08 02:00 EST becomes 03:00 EDT (07:00 UTC)
+    change = datetime(2026, 3, 8, 7, 0, tzinfo=UTC)
+    before, after = (int((change + timedelta(minutes=m)).timestamp() * 1000) for m in (-1, 1))
+    assert page.evaluate(fmt, [before, {"abbr": True, "date": False}]) == "01:59:00 EST"
+    assert page.evaluate(fmt, [after, {"abbr": True, "date": False}]) == "03:01:00 EDT"
+    assert page.evaluate("(ms) => RLarkTime.abbrAt(ms)", jul) == "EDT"
+    ctx.close()

@@ -55,6 +55,8 @@ PAGES = [
     "/admin/clusters/node/",
     "/admin/clusters/cluster/{cluster}/change/",
     "/admin/auth/user/",
+    "/admin/auth/user/add/",  # Django's own hint above the form (no zh in Django 5.2's catalog)
+    "/admin/storage/storageclass/add/",  # the S3 field labels
 ]
 
 SEEDS = Path("/work/shared/seeds")
@@ -70,7 +72,7 @@ KEPT |= set(
     Pending Running Succeeded Failed Unknown Completed Stopped CrashLoopBackOff ImagePullBackOff OOMKilled Error
     YAML JSON CSV SSH API CLI GPU GPUs CPU IP CIDR URL ID UTC CST DNS TTY PID
     kubeconfig hostPath nodeSelector nvidia gpu com rlinf io rlark
-    S3 OSS NFS TCP UDP HTTP HTTPS
+    S3 OSS NFS TCP UDP HTTP HTTPS LDAP
     GiB MiB KiB TiB B KB MB GB s ms min h
     admin root alice bob
     """.split()
@@ -106,6 +108,7 @@ def english_words(text: str, data: frozenset[str] = frozenset()) -> list[str]:
     """The English words of ``text`` that are UI language: identifier-like tokens, KEPT terms and the words of
     ``data`` (names and logs of the page's objects) removed."""
     words = []
+    text = re.sub(r"\bhttps?://[^\s（），]+", " ", text)  # an example URL is not UI language
     for token in re.split(r"[\s,;()\[\]（），；：:、·|\"'“”‘’!?！？…]+", text):
         token = token.strip(".")
         if not token or IDENTIFIER.match(token) or not re.search(r"[A-Za-z]{2,}", token):
@@ -153,6 +156,7 @@ def data_words() -> frozenset[str]:
 def test_english_words_catches_ui_text_and_leaves_data_alone():
     assert english_words("任务 demo-header-0 已启动 rlinf/rlinf:v1 pool=head") == []
     assert english_words("Worker · 就绪 3/3 GPU") == []
+    assert english_words("例如 https://s3.example.com") == []
     assert {"connection", "refused"} <= set(english_words("删除失败：connection refused by the server"))
     assert "Show" in english_words("Show system nodes")
     assert english_words("demo 属于 root", frozenset({"demo", "root"})) == []  # names are data

@@ -42,7 +42,7 @@ def test_page_shows_clusters_nodes_and_reasons(client, alice, clusters):
     assert "集群与节点" in html and "部分离线" not in html
     assert 'data-cluster="alpha"' in html and 'data-cluster="beta"' in html
     assert "cannot reach the Kubernetes API server" in html and "已断开" in html
-    assert "8 / 8 GPU" in html and "1 / 1 设备" in html and "云算力" in html and "端真机" in html
+    assert "8 / 8 GPU" in html and "1 / 1 设备" in html and "云算力" in html and "机器人" in html
     assert "封锁" not in html  # no admin actions for users
     client.cookies["django_language"] = "en"
     html = client.get("/clusters/", HTTP_ACCEPT_LANGUAGE="en").content.decode()

@@ -242,3 +242,41 @@ def test_stored_server_messages_render_in_the_users_language(stored, zh):
         assert localized_message(stored) == zh
     with translation.override("en"):
         assert not re.search(r"[\u4e00-\u9fff]", localized_message(stored))
+
+
+def _zh_catalogs() -> dict[str, list[tuple[str, str]]]:
+    """(msgid, msgstr) of every zh catalog of the project, by catalog path (compiled .mo: what pages use)."""
+    out = {}
+    for mo in [*ROOT.glob("*/locale/zh_Hans/LC_MESSAGES/django*.mo"), *ROOT.glob("locale/zh_Hans/LC_MESSAGES/*.mo")]:
+        with open(mo, "rb") as fh:
+            catalog = gettext.GNUTranslations(fh)._catalog  # type: ignore[attr-defined]
+        pairs = []
+        for msgid, msgstr in catalog.items():
+            msgid = msgid[0] if isinstance(msgid, tuple) else msgid
+            if msgid and msgstr:
+                pairs.append((msgid.split("\x04", 1)[-1], msgstr))
+        out[str(mo.relative_to(ROOT))] = pairs
+    return out
+
+
+def test_one_chinese_word_per_product_term():
+    """Issue 14.7: a Job is 任务 and a robot 机器人 on every page, as in the Chinese docs (the seeds); a Task keeps
+    its English name there, so no catalog calls it 子任务 (任务 is the Job)."""
+    seeds = "".join(p.read_text(encoding="utf-8") for p in Path("/work/shared/seeds").glob("*.txt"))
+    assert seeds.count("任务") > 10 * seeds.count("作业") and "机器人节点类别" in seeds  # the docs' words
+    catalogs = _zh_catalogs()
+    assert len(catalogs) >= 8
+    wrong = []
+    for path, pairs in catalogs.items():
+        for msgid, msgstr in pairs:
+            if "作业" in msgstr or "子任务" in msgstr:
+                wrong.append((path, msgid, msgstr))
+            if re.search(r"\brobots?\b", msgid, re.I) and ("机器人" not in msgstr or "真机" in msgstr):
+                wrong.append((path, msgid, msgstr))
+            if msgid in ("Task", "task") and not msgstr.startswith("Task"):
+                wrong.append((path, msgid, msgstr))
+    assert not wrong, wrong
+    # node categories are named alike on the Nodes page and the Workers tab
+    names = {m: {s for pairs in catalogs.values() for i, s in pairs if i == m} for m in ("Robot", "Edge compute")}
+    assert names["Robot"] == {"机器人"}
+    assert names["Edge compute"] == {s for pairs in catalogs.values() for i, s in pairs if i == "Edge"} == {"端算力"}

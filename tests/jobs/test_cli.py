@@ -4,6 +4,7 @@ delete/plan, readable failures and exit codes."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,8 @@ import yaml
 
 from accounts.authentication import issue_token
 from jobs.cli import main
-from jobs.models import Job
+from jobs.models import Job, Pod
+from tests.jobs.test_metrics import job  # noqa: F401 - the fixture of the Succeeded-job test
 from tests.spec_fixtures import INVALID_CODES, base_doc, invalid_doc, seed_db
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,7 +27,7 @@ def env(live_server, alice, monkeypatch, tmp_path):
     """A live console with the test inventory; the controller's runtime side is not part of these tests."""
     from jobs.services import controller
 
-    monkeypatch.setattr(controller, "request_reconcile", lambda job: None)
+    monkeypatch.setattr(controller, "request_reconcile", lambda _job: None)
     seed_db(alice)
     _, key = issue_token(alice, "cli")
     monkeypatch.setenv("RLARK_URL", live_server.url)
@@ -156,3 +158,36 @@ def test_rlark_ssh_takes_what_follows_double_dash_as_the_command(argv, worker, c
 
     args = parse_args(argv)
     assert (args.name, args.worker, args.command) == ("demo", worker, command)
+
+
+def test_describe_names_a_succeeded_jobs_workers_as_the_workers_tab_does(
+    live_server,
+    admin_user,
+    client,
+    job,  # noqa: F811 - tests.jobs.test_metrics: header + worker Pods
+    monkeypatch,
+    tmp_path,
+    capsys,
+):
+    """Issue 14.9: the Workers of a Succeeded job (one Pod succeeded, one scaled down to "Stopped") are Completed
+    in ``rlark describe`` exactly as on the Workers tab, in each language."""
+    job, _ = job
+    job.phase, job.message = "Succeeded", "Run script exited with code 0"
+    job.save()
+    Pod.objects.filter(name="job-header-0").update(phase="Succeeded", container_state={"state": "terminated"})
+    Pod.objects.filter(name="job-worker-0").update(phase="Stopped", container_state={})
+    _, key = issue_token(admin_user, "cli")
+    monkeypatch.setenv("RLARK_URL", live_server.url)
+    monkeypatch.setenv("RLARK_TOKEN", key)
+    monkeypatch.setenv("RLARK_CONFIG", str(tmp_path / "none.yaml"))
+    client.force_login(admin_user)
+    for lang, accept, word in [("en", "en", "Completed"), ("zh", "zh-hans", "已完成")]:
+        page = client.get("/jobs/job/?tab=workers", HTTP_ACCEPT_LANGUAGE=accept).content.decode()
+        web = re.findall(r'data-testid="worker-phase" data-phase="[^"]+">([^<]+)<', page)
+        assert web == [word, word]
+        monkeypatch.setenv("RLARK_LANG", lang)
+        assert main(["describe", "job", "job"]) == 0
+        out = capsys.readouterr().out
+        rows = out.split("Workers:\n", 1)[1].split("YAML:", 1)[0].splitlines()
+        assert [row.split()[3] for row in rows] == web, out
+        assert "Stopped" not in out.split("Workers:\n", 1)[1]

@@ -130,3 +130,32 @@ def test_headline_counts_and_bar_agree_for_every_state(job):  # noqa: F811
         job.phase, job.stopped, job.message = phase, stopped, ""
         h = job_headline(job, ready, 2)
         assert (h.key, h.ready, h.percent) == expected, phase
+
+
+def test_a_failed_jobs_conditions_read_in_the_pages_language(job, client, admin_user):  # noqa: F811
+    """The Conditions table names the type and status in the page's language (it showed "Failed True" on zh
+    pages); the reason stays the machine's code, the API keeps the Kubernetes-style values."""
+    from jobs.spec.conditions import set_condition
+
+    job, _ = job
+    job.phase, job.message = "Failed", "Image cannot be pulled: ErrImagePull"
+    job.conditions = set_condition(
+        set_condition([], "Failed", True, "ImagePull", job.message), "ClusterReachable", False, "Offline", "down"
+    )
+    job.save()
+    client.force_login(admin_user)
+
+    def cells(lang, name):
+        page = client.get(f"/jobs/{job.name}/?tab=overview", HTTP_ACCEPT_LANGUAGE=lang).content.decode()
+        return re.findall(rf'data-testid="condition-{name}"[^>]*>([^<]*)<', page)
+
+    assert cells("zh-hans", "type") == ["失败", "集群可达"]
+    assert cells("zh-hans", "status") == ["是", "否"]
+    assert cells("zh-hans", "reason") == ["ImagePull", "Offline"]
+    assert cells("en", "type") == ["Failed", "Cluster reachable"]
+    assert cells("en", "status") == ["True", "False"]
+    api = client.get(f"/api/v1/jobs/{job.name}/", HTTP_ACCEPT_LANGUAGE="zh-hans").json()
+    assert [(c["type"], c["status"]) for c in api["status"]["conditions"]] == [
+        ("Failed", "True"),
+        ("ClusterReachable", "False"),
+    ]

@@ -210,3 +210,32 @@ async def test_throttled_stream_catches_up_without_gaps(runtime, job, alice, mon
     assert more[:3] == [True, True, True] and more[-1] is False  # the page shows "throttled" meanwhile
     assert elapsed < 3.0 + 4 * 0.2 + 2  # one regular refresh, then catch-up refreshes
     await comm.disconnect()
+
+
+async def test_targets_say_when_the_stream_has_ended(runtime, job, alice, fast):
+    """Issue 14.9: ``ended`` only once the job is over and no Worker can write more (the page then says "Stream
+    ended" instead of "Streaming"); a new run streams again."""
+    from jobs.models import Job, Pod
+
+    comm, targets = await _open(alice)
+    assert targets["ended"] is False
+    pods = [t["pod"] for t in targets["targets"]]
+    await comm.send_to(text_data=json.dumps({"type": "subscribe", "pods": pods, "live": True}))
+    await _until_tick(comm)
+
+    def finish(phase_of_pods):
+        Job.objects.filter(pk=job.pk).update(phase="Succeeded")
+        Pod.objects.filter(task__job=job).update(phase=phase_of_pods)
+
+    await sync_to_async(finish)("Running")  # the job ended, the last sync still saw its Pods running
+    msgs = await _until_tick(comm)
+    assert next(m for m in msgs if m["type"] == "targets")["ended"] is False
+    for pod in pods:  # the Workers are scaled down
+        runtime.delete_pod(NS, pod)
+    await sync_to_async(finish)("Stopped")
+    msgs = await _until_tick(comm)
+    assert next(m for m in msgs if m["type"] == "targets")["ended"] is True
+    await sync_to_async(Job.objects.filter(pk=job.pk).update)(phase="Pending")  # restarted: a new run
+    msgs = await _until_tick(comm)
+    assert next(m for m in msgs if m["type"] == "targets")["ended"] is False
+    await comm.disconnect()
