@@ -28,17 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobs.services import domain_findings, node_findings, pending
-from jobs.services.log_markers import (
-    ERROR,
-    NCCL_RE,
-    RLINF_FAILURE,
-    ROBOT_RE,
-    SHM_RE,
-    WARNING,
-    LogScan,
-    Marker,
-    scan_log,
-)
+from jobs.services.log_markers import ERROR, SIGNATURES, WARNING, LogScan, Marker, scan_log
 from jobs.services.worker_logs import read_logs
 
 IMAGE_PULL_REASONS = {
@@ -435,6 +425,7 @@ class WorkerInput:
     events: list[dict[str, Any]] = field(default_factory=list)
     restart_count: int = 0
     exists: bool = True  # False when the sync has not seen a Pod for this expected replica yet
+    scan: LogScan | None = None  # the log's stored scan (``jobs.services.log_scans``); else ``log`` is scanned
 
 
 @dataclass
@@ -643,19 +634,10 @@ def log_findings(worker: WorkerInput, scan: LogScan) -> list[Finding]:
         if k < n and not formed_after:
             add("ray_partial", ERROR, scan.rlinf_waiting_line, detail_key="ray_partial_rlinf", params={"n": n, "k": k})
 
-    # Text signatures anywhere in the current run.
-    for idx in scan.candidate_lines("signature", scan.segment_start - 1):  # no other line can match
-        text = scan.lines[idx]
-        if not text.strip():
-            continue
-        if "shm_or_disk" not in seen and SHM_RE.search(text):
-            add("shm_or_disk", ERROR, (idx + 1, text))
-        if "nccl" not in seen and NCCL_RE.search(text):
-            add("nccl", ERROR, (idx + 1, text))
-        if "robot" not in seen and ROBOT_RE.search(text):
-            add("robot", ERROR, (idx + 1, text))
-        if "rlinf_failure" not in seen and RLINF_FAILURE.search(text):
-            add("rlinf_failure", ERROR, (idx + 1, text))
+    # Text signatures anywhere in the current run, in log order (the scan keeps each one's first line).
+    order = {code: i for i, (code, _) in enumerate(SIGNATURES)}
+    for code, hit in sorted(scan.signature_hits.items(), key=lambda item: (item[1][0], order[item[0]])):
+        add(code, ERROR, hit)
     return out
 
 
@@ -664,7 +646,7 @@ def diagnose(workers: list[WorkerInput]) -> JobDiagnosis:
     result = JobDiagnosis()
     run_script_pods: list[str] = []
     for w in workers:
-        scan = scan_log(w.log)
+        scan = w.scan if w.scan is not None else scan_log(w.log)
         findings = container_findings(w.pod, w.role, w.container, w.events, w.restart_count)
         findings += log_findings(w, scan)
         result.workers.append(WorkerDiagnosis(w, scan, findings))
@@ -738,7 +720,7 @@ def add_domain_findings(job, result: JobDiagnosis) -> JobDiagnosis:
     clusters = domain_findings.job_clusters(job)
     if not domain_findings.applies(job, clusters):
         return result
-    address = domain_findings.head_address(waiting[0].scan.lines) or "?"
+    address = waiting[0].scan.head_wait_address or "?"
     result.job_findings.append(
         Finding(
             domain_findings.CODE,

@@ -244,6 +244,7 @@ class RunCheckInput:
     settings: dict[str, Any]
     output: OutputCheck
     secrets: list[str] = field(default_factory=list)
+    scans: dict[str, LogScan] | None = None  # stored scans by Pod name (``log_scans``); None: scan ``logs``
 
 
 @dataclass
@@ -466,7 +467,16 @@ def check_pods(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
     return MET, ev
 
 
+def log_patterns(settings: dict[str, Any]) -> dict[str, str]:
+    """The user regexes checks 4 and 5 look for in the logs: ``app<i>`` and ``progress``."""
+    patterns = {f"app{i}": p for i, p in enumerate(settings.get("app_patterns") or [])}
+    patterns["progress"] = settings.get("progress_pattern") or DEFAULT_SETTINGS["progress_pattern"]
+    return patterns
+
+
 def _scans(data: RunCheckInput, patterns: dict[str, str] | None = None) -> dict[str, LogScan]:
+    if data.scans is not None:
+        return {p.name: data.scans.get(p.name) or LogScan() for p in data.pods}
     return {p.name: scan_log(data.logs.get(p.name, ""), patterns) for p in data.pods}
 
 
@@ -731,9 +741,7 @@ def _is_head(data: RunCheckInput, pod: PodRow) -> bool:
 
 def run_checks(data: RunCheckInput, lang: str = "zh-hans") -> list[CheckResult]:
     """Compute checks 1-5 (pure). Evidence lines are redacted."""
-    patterns = {f"app{i}": p for i, p in enumerate(data.settings.get("app_patterns") or [])}
-    patterns["progress"] = data.settings.get("progress_pattern") or DEFAULT_SETTINGS["progress_pattern"]
-    scans = _scans(data, patterns)
+    scans = _scans(data, log_patterns(data.settings))
     results = []
     for number, (status, evidence) in enumerate(
         [
