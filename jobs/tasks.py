@@ -11,7 +11,7 @@ import logging
 from celery import shared_task
 
 from jobs.models import Job
-from jobs.services import controller, log_scans
+from jobs.services import controller, log_scans, runcheck
 from jobs.services.log_archive import purge_expired
 from jobs.services.sync import sync_all_clusters, sync_job
 
@@ -54,7 +54,7 @@ def refresh_log_scans(job_id: int) -> None:
     asked for by the Diagnosis tab and the Run check when their scans are older than the max age."""
     job = Job.objects.filter(pk=job_id).first()
     if job is not None:
-        log_scans.refresh_stale(job)
+        log_scans.refresh_stale(job, runcheck.log_patterns(runcheck.settings_of(job.run_check)))
 
 
 def _enqueue_log_scan_refresh(job_id: int) -> None:

@@ -69,9 +69,6 @@ class Scans:
     as_of: datetime | None = None
     refreshing: bool = False
 
-    def get(self, pod: str) -> LogScan:
-        return self.scans.get(pod) or LogScan()
-
     def to_dict(self) -> dict[str, Any]:
         return {"asOf": self.as_of, "refreshing": self.refreshing}
 
@@ -244,15 +241,17 @@ def _archived(job_name: str, pod: str) -> str | None:
         return None
 
 
-def refresh_stale(job) -> int:
-    """Refresh the job's records older than the max age (and scan its Pods that have none); the background
-    task's body. Returns how many logs were read."""
+def refresh_stale(job, patterns: dict[str, str] | None = None) -> int:
+    """Refresh the job's records older than the max age, and scan its Pods that have none (or whose record does not
+    track ``patterns``, the Run check's: scanned again from the start); the background task's body. Returns how
+    many logs were read."""
+    wanted = list(patterns.values()) if patterns else None
     tasks = list(job.tasks.select_related("cluster").prefetch_related(pods_with_scans()))
     pairs = [(task, pod) for task in tasks for pod in task.pods.all()]
     records = _records(job, pairs)
-    _, missing, stale = _sort(pairs, records, None, timezone.now())
+    _, missing, stale = _sort(pairs, records, wanted, timezone.now())
     todo = missing + stale
-    refresh(job, todo, records)
+    refresh(job, todo, records, wanted)
     return len(todo)
 
 
