@@ -38,13 +38,22 @@ def _base(request: HttpRequest, job, tab: str) -> dict:
     return {"job": job, "tab": tab, "can_change": policy.can_change_job(request.user, job)}
 
 
+def _scan_age(as_of, refreshing: bool) -> dict | None:
+    """How old the stored log scans a page shows are (``jobs.services.log_scans``), for ``jobs/_scan_age.html``."""
+    if as_of is None:
+        return None
+    age = max(0, int((timezone.now() - as_of).total_seconds()))
+    return {"as_of": as_of, "age": format_duration(age), "refreshing": refreshing}
+
+
 @login_required
 @require_GET
 def diagnosis(request: HttpRequest, name: str) -> HttpResponse:
     """Diagnosis tab."""
     job = policy.get_job_for(request.user, name)
     lang = _lang()
-    result, reasons = diagnosis_service.diagnosis_and_pending(job)
+    patterns = runcheck_service.log_patterns(runcheck_service.settings_of(job.run_check))
+    result, reasons, scans = diagnosis_service.diagnosis_and_pending(job, patterns)
     context = _base(request, job, "diagnosis")
     diag = result.to_dict(lang)
     for w in diag.get("workers") or []:  # the same name for a finished Worker as every other tab
@@ -54,6 +63,7 @@ def diagnosis(request: HttpRequest, name: str) -> HttpResponse:
             "diag": diag,
             "pending": {role: [r.to_dict(lang) for r in items] for role, items in reasons.items() if items},
             "show_pending": job.phase in ("Pending", "Running") and not job.stopped,
+            "scan_age": _scan_age(scans.as_of, scans.refreshing),
         }
     )
     return render(request, "jobs/diagnosis.html", context)
@@ -87,11 +97,12 @@ def run_check(request: HttpRequest, name: str) -> HttpResponse:
             record(request.user, "job.run_check_settings", "job", job.name, request=request, **cleaned)
             return redirect("jobs:runcheck", name=job.name)
     lang = _lang()
-    results = runcheck_service.job_run_check(job, lang)
+    results, age = runcheck_service.job_run_check_as_of(job, lang)
     context = _base(request, job, "runcheck")
     context.update(
         {
             "results": [r.to_dict(lang) for r in results],
+            "scan_age": _scan_age(age["asOf"], age["refreshing"]),
             "form": {**form, "app_patterns_text": "\n".join(form.get("app_patterns") or [])},
             "errors": errors,
         }

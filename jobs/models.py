@@ -160,4 +160,32 @@ class Pod(models.Model):
         return self.task.rank_start + self.ordinal
 
 
+class PodLogScan(models.Model):
+    """The stored scan of one Worker's log (issue 18), for the Diagnosis tab and the Run check: what
+    ``jobs.services.log_markers.ScanState`` keeps of the log read so far, brought up to date incrementally by
+    ``jobs.services.log_scans`` (only what was appended since ``cursor`` is read and fed).
+
+    ``instance``: the Pod instance it belongs to (``<uid>:<restart count>``; a new instance starts over);
+    ``cursor``: the runtime's opaque read position (``Runtime.read_log_from``: a byte offset, a line count or a
+    timestamp; ``archive`` for a scan of the archived log); ``lines``: complete lines consumed; ``state``: the
+    scan state as JSON, bounded (``ScanState``: lines cut at 500 characters, at most 200 markers and 50 tracked
+    patterns, a few KiB); ``final``: the Pod had ended and its log was read to the end (never read again);
+    ``updated_at``: when the log was last read."""
+
+    pod = models.OneToOneField(Pod, on_delete=models.CASCADE, related_name="log_scan", verbose_name=_("pod"))
+    instance = models.CharField(_("Pod instance"), max_length=128)
+    cursor = models.CharField(_("log cursor"), max_length=128, blank=True, default="")
+    lines = models.PositiveIntegerField(_("lines scanned"), default=0)
+    state = models.JSONField(_("scan state"), default=dict, blank=True)
+    final = models.BooleanField(_("final"), default=False)
+    updated_at = models.DateTimeField(_("updated"))
+
+    class Meta:
+        verbose_name = _("log scan")
+        verbose_name_plural = _("log scans")
+
+    def __str__(self) -> str:
+        return f"{self.pod_id}@{self.cursor}"
+
+
 from jobs.models_metrics import MetricSample  # noqa: E402,F401  (issue 7 metrics; own module)

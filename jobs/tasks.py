@@ -11,7 +11,7 @@ import logging
 from celery import shared_task
 
 from jobs.models import Job
-from jobs.services import controller
+from jobs.services import controller, log_scans, runcheck
 from jobs.services.log_archive import purge_expired
 from jobs.services.sync import sync_all_clusters, sync_job
 
@@ -48,6 +48,19 @@ def purge_log_archives() -> None:
     purge_expired()
 
 
+@shared_task(name="jobs.tasks.refresh_log_scans", ignore_result=True)
+def refresh_log_scans(job_id: int) -> None:
+    """Read what the job's Workers appended to their logs since their stored scans (``jobs.services.log_scans``);
+    asked for by the Diagnosis tab and the Run check when their scans are older than the max age."""
+    job = Job.objects.filter(pk=job_id).first()
+    if job is not None:
+        log_scans.refresh_stale(job, runcheck.log_patterns(runcheck.settings_of(job.run_check)))
+
+
+def _enqueue_log_scan_refresh(job_id: int) -> None:
+    refresh_log_scans.delay(job_id)
+
+
 def _run_reconcile_now(job_id: int) -> None:
     reconcile_job.apply(args=(job_id,))
 
@@ -59,3 +72,4 @@ def _enqueue_reconcile(job_id: int) -> None:
 def install_reconcile_hooks() -> None:
     """Make ``controller.request_reconcile`` run :func:`reconcile_job` (eagerly, or enqueued after commit)."""
     controller.use_reconcile_hooks(controller.ReconcileHooks(run_now=_run_reconcile_now, enqueue=_enqueue_reconcile))
+    log_scans.use_refresh_hook(_enqueue_log_scan_refresh)

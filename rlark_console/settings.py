@@ -263,5 +263,8 @@ RLARK_K8S_READ_TIMEOUT = float(os.environ.get("RLARK_K8S_READ_TIMEOUT", "15"))
 # Kubernetes (which cannot report a log's size without reading it).
 RLARK_CLUSTER_SYNC_DEADLINE = float(os.environ.get("RLARK_CLUSTER_SYNC_DEADLINE", "5"))
 RLARK_LOG_PROBE_INTERVAL = float(os.environ.get("RLARK_LOG_PROBE_INTERVAL", "30"))
+# Seconds the Diagnosis tab and the Run check show a Worker's stored log scan before reading its log again
+# (in the background; jobs.services.log_scans, issue 18).
+RLARK_LOG_SCAN_MAX_AGE = float(os.environ.get("RLARK_LOG_SCAN_MAX_AGE", "10"))
 RLARK_LOG_PROBES_PER_CYCLE = int(os.environ.get("RLARK_LOG_PROBES_PER_CYCLE", "100"))
 RLARK_REQUEST_CPU_SECONDS = float(os.environ.get("RLARK_REQUEST_CPU_SECONDS", "5"))  # 0: no budget

@@ -1,9 +1,13 @@
 """Diagnosis, run check and metrics of a Job over the REST API (issue 7). 404 for jobs the user may not see.
 
 - ``GET  /api/v1/jobs/{name}/diagnosis/``: ``{"multiHead", "findings": [...], "workers": [...], "pending":
-  {role: [{code, role, pod, resource, message}]}}`` (``jobs.services.diagnosis.JobDiagnosis.to_dict``);
+  {role: [{code, role, pod, resource, message}]}, "asOf", "refreshing"}``
+  (``jobs.services.diagnosis.JobDiagnosis.to_dict``);
 - ``GET  /api/v1/jobs/{name}/run-check/``: ``{"settings": {...}, "checks": [{number, title, status
-  (met|not_met|to_confirm), statusLabel, evidence, checkedAt}]}``;
+  (met|not_met|to_confirm), statusLabel, evidence, checkedAt}], "asOf", "refreshing"}``;
+- ``asOf``: when the oldest Worker log scan the answer uses was read (null: no Worker yet); ``refreshing``: some
+  are older than ``RLARK_LOG_SCAN_MAX_AGE`` and are being read again in the background
+  (``jobs.services.log_scans``);
 - ``PUT  /api/v1/jobs/{name}/run-check/`` ``{progress_pattern, app_patterns, output_path, max_wait_minutes}``: save
   the settings (owner/admin); 400 ``{"code": "invalid", "field", "detail"}``;
 - ``GET  /api/v1/jobs/{name}/run-check/record/``: the Markdown run record (``text/markdown``);
@@ -44,9 +48,11 @@ class JobDiagnosisView(APIView):
     def get(self, request, name: str):
         job = policy.get_job_for(request.user, name)
         lang = _lang()
-        result, reasons = diagnosis_service.diagnosis_and_pending(job)
+        patterns = runcheck_service.log_patterns(runcheck_service.settings_of(job.run_check))
+        result, reasons, scans = diagnosis_service.diagnosis_and_pending(job, patterns)
         data = result.to_dict(lang)
         data["pending"] = {role: [r.to_dict(lang) for r in items] for role, items in reasons.items()}
+        data.update(scans.to_dict())
         return Response(data)
 
 
@@ -57,9 +63,13 @@ class JobRunCheckView(APIView):
     def get(self, request, name: str):
         job = policy.get_job_for(request.user, name)
         lang = _lang()
-        checks = runcheck_service.job_run_check(job, lang)
+        checks, age = runcheck_service.job_run_check_as_of(job, lang)
         return Response(
-            {"settings": runcheck_service.settings_of(job.run_check), "checks": [c.to_dict(lang) for c in checks]}
+            {
+                "settings": runcheck_service.settings_of(job.run_check),
+                "checks": [c.to_dict(lang) for c in checks],
+                **age,
+            }
         )
 
     @extend_schema(

@@ -27,18 +27,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.services import domain_findings, node_findings, pending
-from jobs.services.log_markers import (
-    ERROR,
-    NCCL_RE,
-    RLINF_FAILURE,
-    ROBOT_RE,
-    SHM_RE,
-    WARNING,
-    LogScan,
-    Marker,
-    scan_log,
-)
+from jobs.services import domain_findings, log_scans, node_findings, pending
+from jobs.services.log_markers import ERROR, SIGNATURES, WARNING, LogScan, Marker, scan_log
 from jobs.services.worker_logs import read_logs
 
 IMAGE_PULL_REASONS = {
@@ -435,6 +425,7 @@ class WorkerInput:
     events: list[dict[str, Any]] = field(default_factory=list)
     restart_count: int = 0
     exists: bool = True  # False when the sync has not seen a Pod for this expected replica yet
+    scan: LogScan | None = None  # the log's stored scan (``jobs.services.log_scans``); else ``log`` is scanned
 
 
 @dataclass
@@ -643,19 +634,10 @@ def log_findings(worker: WorkerInput, scan: LogScan) -> list[Finding]:
         if k < n and not formed_after:
             add("ray_partial", ERROR, scan.rlinf_waiting_line, detail_key="ray_partial_rlinf", params={"n": n, "k": k})
 
-    # Text signatures anywhere in the current run.
-    for idx in scan.candidate_lines("signature", scan.segment_start - 1):  # no other line can match
-        text = scan.lines[idx]
-        if not text.strip():
-            continue
-        if "shm_or_disk" not in seen and SHM_RE.search(text):
-            add("shm_or_disk", ERROR, (idx + 1, text))
-        if "nccl" not in seen and NCCL_RE.search(text):
-            add("nccl", ERROR, (idx + 1, text))
-        if "robot" not in seen and ROBOT_RE.search(text):
-            add("robot", ERROR, (idx + 1, text))
-        if "rlinf_failure" not in seen and RLINF_FAILURE.search(text):
-            add("rlinf_failure", ERROR, (idx + 1, text))
+    # Text signatures anywhere in the current run, in log order (the scan keeps each one's first line).
+    order = {code: i for i, (code, _) in enumerate(SIGNATURES)}
+    for code, hit in sorted(scan.signature_hits.items(), key=lambda item: (item[1][0], order[item[0]])):
+        add(code, ERROR, hit)
     return out
 
 
@@ -664,7 +646,7 @@ def diagnose(workers: list[WorkerInput]) -> JobDiagnosis:
     result = JobDiagnosis()
     run_script_pods: list[str] = []
     for w in workers:
-        scan = scan_log(w.log)
+        scan = w.scan if w.scan is not None else scan_log(w.log)
         findings = container_findings(w.pod, w.role, w.container, w.events, w.restart_count)
         findings += log_findings(w, scan)
         result.workers.append(WorkerDiagnosis(w, scan, findings))
@@ -680,15 +662,19 @@ def diagnose(workers: list[WorkerInput]) -> JobDiagnosis:
 # --- database + runtime ---------------------------------------------------------------------------------------
 
 
-def worker_inputs(job, with_logs: bool = True, tasks: list | None = None) -> list[WorkerInput]:
+def worker_inputs(
+    job, with_logs: bool = True, tasks: list | None = None, scans: dict[str, LogScan] | None = None
+) -> list[WorkerInput]:
     """One :class:`WorkerInput` per expected replica and per synced Pod of ``job``, in rank order.
 
     ``tasks``: the job's Tasks with ``cluster`` and ``pods`` loaded, when the caller has them; else two queries
-    load them. The logs of all synced Pods are read together (``jobs.services.worker_logs.read_logs``)."""
+    load them. ``scans``: Pod name -> the stored scan of its log (``jobs.services.log_scans``), given to each
+    Worker; without them and with ``with_logs`` the logs of all synced Pods are read together
+    (``jobs.services.worker_logs.read_logs``)."""
     if tasks is None:
         tasks = job_tasks(job)
     names = [p.name for task in tasks for p in task.pods.all()]
-    logs = read_logs(job, tasks, names) if with_logs else {}
+    logs = read_logs(job, tasks, names) if with_logs and scans is None else {}
     out: list[WorkerInput] = []
     for task in tasks:
         pods = {p.ordinal: p for p in task.pods.all()}
@@ -708,14 +694,16 @@ def worker_inputs(job, with_logs: bool = True, tasks: list | None = None) -> lis
                     events=list(pod.events or []) if pod else [],
                     restart_count=pod.restart_count if pod else 0,
                     exists=pod is not None,
+                    scan=(scans.get(name) or LogScan()) if scans is not None and pod is not None else None,
                 )
             )
     return out
 
 
 def job_tasks(job) -> list:
-    """The job's Tasks in order, with their cluster and Pods loaded (two queries)."""
-    return list(job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"))
+    """The job's Tasks in order, with their cluster and Pods (and the Pods' stored log scans) loaded (two
+    queries)."""
+    return list(job.tasks.select_related("cluster").prefetch_related(log_scans.pods_with_scans()).order_by("order"))
 
 
 def diagnose_job(job, workers: list[WorkerInput] | None = None) -> JobDiagnosis:
@@ -738,7 +726,7 @@ def add_domain_findings(job, result: JobDiagnosis) -> JobDiagnosis:
     clusters = domain_findings.job_clusters(job)
     if not domain_findings.applies(job, clusters):
         return result
-    address = domain_findings.head_address(waiting[0].scan.lines) or "?"
+    address = waiting[0].scan.head_wait_address or "?"
     result.job_findings.append(
         Finding(
             domain_findings.CODE,
@@ -750,13 +738,18 @@ def add_domain_findings(job, result: JobDiagnosis) -> JobDiagnosis:
     return result
 
 
-def diagnosis_and_pending(job) -> tuple[JobDiagnosis, dict[str, list[pending.PendingReason]]]:
-    """What the Diagnosis tab shows: :func:`diagnose_job` and the pending reasons per role
-    (``jobs.services.pending``), from one load of the job's Tasks and Pods and one read of each Worker's log."""
+def diagnosis_and_pending(
+    job, patterns: dict[str, str] | None = None
+) -> tuple[JobDiagnosis, dict[str, list[pending.PendingReason]], log_scans.Scans]:
+    """What the Diagnosis tab shows: :func:`diagnose_job`, the pending reasons per role (``jobs.services.pending``)
+    and how old the log scans are, from one load of the job's Tasks and Pods and the stored scan of each Worker's
+    log (``log_scans.job_scans``: no log is read while the scans are fresh). ``patterns``: the Run check's log
+    patterns, so a scan made here serves that page too."""
     tasks = job_tasks(job)
-    workers = worker_inputs(job, tasks=tasks)
-    logs = {w.pod: str(w.log) for w in workers if w.exists}
-    return diagnose_job(job, workers), pending.job_pending_reasons(job, tasks=tasks, logs=logs)
+    stored = log_scans.job_scans(job, tasks, patterns)
+    workers = worker_inputs(job, tasks=tasks, scans=stored.scans)
+    reasons = pending.job_pending_reasons(job, tasks=tasks, scans=stored.scans)
+    return diagnose_job(job, workers), reasons, stored
 
 
 FINDING_TEXT.setdefault(node_findings.CODE, node_findings.TEXT)

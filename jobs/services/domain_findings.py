@@ -10,8 +10,6 @@ address (as the Worker's wrapper printed it) and the clusters, instead of a gene
 
 from __future__ import annotations
 
-import re
-
 CODE = "cross_cluster_no_domain"
 TRIGGER = "head_unreachable"
 TEXT = (
@@ -27,18 +25,10 @@ DETAIL = (
     "The Workers cannot reach the Ray head at {address}; the roles are in different clusters ({clusters}) and the"
     " job has no network domain.",
 )
-ADDRESS = re.compile(r"Waiting for head to be reachable at (\S+?)\.\.\. \(attempt")
 
 
 def job_clusters(job) -> list[str]:
     return sorted(set(job.tasks.values_list("cluster__name", flat=True)))
-
-
-def head_address(lines: list[str]) -> str:
-    for text in reversed(lines):
-        if m := ADDRESS.search(text):
-            return m.group(1)
-    return ""
 
 
 def applies(job, clusters: list[str]) -> bool:

@@ -17,7 +17,7 @@ Sources: upstream-rlark 5.1/5.3 (the wrapper markers, byte-identical, in the ord
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -258,7 +258,14 @@ def lines_with(lines: list[str], literals: tuple[str, ...], fold: bool = False) 
     (C speed: a per-line search of ~20 alternatives cost ~10-100 us a line). ``fold``: the literals are lowercase
     and looked for in the lowered lines, and every non-ASCII line is counted in (Unicode case folding is not
     plain lowercasing, so only the full pattern can tell)."""
-    hay_lines = [line.lower() for line in lines] if fold else lines
+    found = _indices([line.lower() for line in lines] if fold else lines, literals)
+    if fold:
+        found.update(i for i, line in enumerate(lines) if not line.isascii())
+    return sorted(found)
+
+
+def _indices(hay_lines: list[str], literals: tuple[str, ...]) -> set[int]:
+    """0-based indices of ``hay_lines`` holding one of ``literals`` (see :func:`lines_with`)."""
     starts: list[int] = []
     pos = 0
     for line in hay_lines:
@@ -272,9 +279,19 @@ def lines_with(lines: list[str], literals: tuple[str, ...], fold: bool = False) 
             idx = bisect_right(starts, at) - 1
             found.add(idx)
             at = hay.find(literal, starts[idx + 1] if idx + 1 < len(starts) else len(hay))
-    if fold:
-        found.update(i for i, line in enumerate(lines) if not line.isascii())
-    return sorted(found)
+    return found
+
+
+def candidates(lines: list[str]) -> tuple[set[int], set[int], set[int]]:
+    """0-based indices of the ``lines`` that may hold (1) what the scan counts (``SCAN_LITERALS``), (2) an error
+    or a marker, (3) one of the diagnosis's text signatures (``SIGNATURES``). No other line can (the one-search
+    prefilters above); each line of plain training output is then looked at by no regex at all."""
+    low = [line.lower() for line in lines]
+    other = {i for i, line in enumerate(lines) if not line.isascii()}
+    scan = _indices(lines, SCAN_LITERALS)
+    errors = _indices(low, ERROR_WORDS) | other | {i for i in scan if MARKER_PREFILTER.search(lines[i])}
+    signatures = _indices(low, SIGNATURE_WORDS) | other
+    return scan, errors, signatures
 
 
 def looks_like_error(text: str) -> bool:
@@ -287,7 +304,27 @@ def may_have_signature(text: str) -> bool:
     return bool(lines_with([text], SIGNATURE_WORDS, fold=True))
 
 
-# --- the full scan (diagnosis, pending reasons, run check) ---------------------------------------------------
+# --- the scan (diagnosis, pending reasons, run check): incremental, stored per Pod instance (issue 18) --------
+
+# Bounds of a :class:`ScanState` (its JSON stays a few KiB whatever the log's size):
+KEEP_LINE = 500  # characters kept of every stored line (markers, first errors, signature and pattern hits)
+MAX_MARKERS = 100  # markers kept of the last run (a run prints ~15); past it the oldest that is neither the first
+#                    nor the last of its key is dropped, so first() / last() / has() stay exact
+# First-error lines kept: at most one per kept marker plus the run's first (each kept once however many markers
+# share it). So a state holds at most ~(2 * MAX_MARKERS + MAX_PATTERNS + 10) lines of KEEP_LINE characters.
+MAX_PATTERNS = 50  # user patterns (the run check's) tracked per log; more are never matched
+MAX_PARTIAL = 1 << 16  # characters kept of an unfinished last line (runtimes hand over whole lines; see feed())
+STATE_VERSION = 1  # a stored state of another version is dropped and the log scanned again
+
+# The diagnosis's text signatures (seed 05): finding code, pattern. The first line of the last run matching each.
+SIGNATURES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("shm_or_disk", SHM_RE),
+    ("nccl", NCCL_RE),
+    ("robot", ROBOT_RE),
+    ("rlinf_failure", RLINF_FAILURE),
+)
+# What str.splitlines() splits on (a line break in the log).
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 @dataclass
@@ -304,22 +341,29 @@ class Marker:
     @property
     def failed(self) -> bool:
         """True for error markers and non-zero exit markers."""
-        if self.kind == ERROR:
-            return True
-        return self.key in ("run_exit", "worker_exit") and self.values.get("code", "0") != "0"
+        return _failed(self.key, self.values)
+
+
+def _failed(key: str, values: dict[str, str]) -> bool:
+    if MARKER_KIND[key] == ERROR:
+        return True
+    return key in ("run_exit", "worker_exit") and values.get("code", "0") != "0"
 
 
 @dataclass
 class LogScan:
-    """Everything one pass over a Worker's log finds.
+    """What the scan of a Worker's log found (:meth:`ScanState.scan`; :func:`scan_log` for a whole text).
 
     ``markers`` belong to the last run in the log (from the last ``RLINF_NODE_RANK`` line on; earlier runs of a
     restarted container are ignored). ``pattern_hits`` maps each requested pattern name to its first matching
-    ``(line_no, line)``. Counts from ray_check.py and RLinf: ``check_required``/``check_alive_max`` (None when
-    not printed), ``rlinf_waiting`` = last ``(n, k)``, ``rlinf_nodes`` = N of ``RLinf is running on a cluster``.
+    ``(line_no, line)`` in the whole log, in log order. Counts from ray_check.py and RLinf:
+    ``check_required``/``check_alive_max`` (None when not printed), ``rlinf_waiting`` = last ``(n, k)``,
+    ``rlinf_nodes`` = N of ``RLinf is running on a cluster``. ``signature_hits``: ``SIGNATURES`` code -> first
+    ``(line_no, line)`` of the last run matching it; ``head_wait_address``: the address of the last ``Waiting for
+    head to be reachable at ...`` line of the run. Stored lines are cut at ``KEEP_LINE`` characters.
     """
 
-    lines: list[str] = field(default_factory=list)
+    line_count: int = 0
     markers: list[Marker] = field(default_factory=list)
     segment_start: int = 1
     head_wait_attempts: int = 0
@@ -333,21 +377,10 @@ class LogScan:
     rlinf_nodes: int | None = None
     rlinf_cluster_line: tuple[int, str] | None = None
     pattern_hits: dict[str, tuple[int, str]] = field(default_factory=dict)
-    _first_errors: dict[int, tuple[int, str] | None] = field(default_factory=dict, repr=False, compare=False)
-    _candidates: dict[str, list[int]] = field(default_factory=dict, repr=False, compare=False)
-
-    def candidate_lines(self, kind: str, start: int = 0) -> list[int]:
-        """0-based indices from ``start`` on of the lines that may hold an error or a marker (``kind`` "error")
-        or one of the diagnosis's text signatures ("signature"): every other line cannot (:func:`lines_with`)."""
-        if kind not in self._candidates:
-            if kind == "error":
-                found = set(lines_with(self.lines, ERROR_WORDS, fold=True))
-                found.update(lines_with(self.lines, MARKER_LITERALS))
-                self._candidates[kind] = sorted(found)
-            else:
-                self._candidates[kind] = lines_with(self.lines, SIGNATURE_WORDS, fold=True)
-        lines = self._candidates[kind]
-        return lines[bisect_left(lines, start) :]
+    signature_hits: dict[str, tuple[int, str]] = field(default_factory=dict)
+    head_wait_address: str = ""
+    first_error: tuple[int, str] | None = None  # the first error-looking line of the last run
+    errors_after: dict[int, tuple[int, str] | None] = field(default_factory=dict, repr=False)  # marker line -> ...
 
     def first(self, key: str) -> Marker | None:
         return next((m for m in self.markers if m.key == key), None)
@@ -372,27 +405,285 @@ class LogScan:
         return None
 
     def first_error_after(self, line_no: int) -> tuple[int, str] | None:
-        """First error-looking line after ``line_no`` (1-based), the wrappers' routine lines excluded (remembered
-        per ``line_no``: the timeline, the findings and the page ask more than once)."""
-        if line_no not in self._first_errors:
-            self._first_errors[line_no] = self._first_error_after(line_no)
-        return self._first_errors[line_no]
+        """First error-looking line after ``line_no`` (1-based) within the last run, the wrappers' routine lines
+        excluded; a failed marker counts as an error. Kept for 0 (any line before the run) and for the line of
+        every kept marker (the stages the timeline, the findings and the page ask about); for another line, the
+        first error after the nearest kept marker before it when that lies after ``line_no``, else None."""
+        if line_no < self.segment_start:
+            return self.first_error
+        if line_no in self.errors_after:
+            return self.errors_after[line_no]
+        before = [m.line_no for m in self.markers if m.line_no <= line_no]
+        hit = self.errors_after.get(before[-1]) if before else self.first_error
+        return hit if hit is not None and hit[0] > line_no else None
 
-    def _first_error_after(self, line_no: int) -> tuple[int, str] | None:
-        for idx in self.candidate_lines("error", max(line_no, self.segment_start - 1)):
-            text = self.lines[idx]
-            if not text.strip() or BENIGN_RE.search(text):
+
+class ScanState:
+    """The scan of one log so far, fed in chunks and stored as JSON (``jobs.models.PodLogScan``).
+
+    ``feed(a); feed(b)`` then :meth:`scan` gives what ``feed(a + b)`` and :func:`scan_log` of ``a + b`` give, for
+    any cut (a line split across chunks included): lines are split exactly as ``str.splitlines`` splits the whole
+    text, an unfinished last line waits in ``partial`` for the next chunk (and is scanned as the last line by
+    :meth:`scan`). Only what the findings and the checks read is kept: the last run's markers with the first error
+    after each, its counters and first signature lines, and the first hit of every tracked pattern; bounded by
+    ``KEEP_LINE``, ``MAX_MARKERS``, ``MAX_PATTERNS`` and ``MAX_PARTIAL``. ``patterns`` are the user regexes to
+    track (invalid ones are matched as plain text); a pattern not tracked from the start needs a new scan
+    (:meth:`tracks`)."""
+
+    def __init__(self, patterns: Iterable[str] = ()) -> None:
+        self.lines = 0  # complete lines fed
+        self.partial = ""
+        self.patterns: dict[str, list | None] = {p: None for p in list(dict.fromkeys(patterns))[:MAX_PATTERNS]}
+        self._new_run(1)
+
+    def _new_run(self, start: int) -> None:
+        self.segment_start = start
+        self.markers: list[list] = []  # [key, line_no, text, values, index in errors of the first error after it]
+        self.errors: list[list] = []  # [line_no, text] of the first errors the run's markers point to
+        self.first_error: int | None = None  # index in errors
+        self.open = 0  # markers before this index have their first error
+        self.head_wait = self.domain_wait = 0
+        self.check_required: int | None = None
+        self.check_alive_max: int | None = None
+        self.check_passed = self.check_timeout = False
+        self.rlinf_waiting: list | None = None
+        self.rlinf_waiting_line: list | None = None
+        self.rlinf_nodes: int | None = None
+        self.rlinf_cluster_line: list | None = None
+        self.signatures: dict[str, list] = {}
+        self.head_address = ""
+
+    # --- JSON ---------------------------------------------------------------------------------------------
+
+    _FIELDS = {
+        "n": "lines",
+        "p": "partial",
+        "seg": "segment_start",
+        "mk": "markers",
+        "e0": "first_error",
+        "er": "errors",
+        "open": "open",
+        "hw": "head_wait",
+        "dw": "domain_wait",
+        "cr": "check_required",
+        "ca": "check_alive_max",
+        "cp": "check_passed",
+        "ct": "check_timeout",
+        "rw": "rlinf_waiting",
+        "rwl": "rlinf_waiting_line",
+        "rn": "rlinf_nodes",
+        "rcl": "rlinf_cluster_line",
+        "sig": "signatures",
+        "ha": "head_address",
+    }
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"v": STATE_VERSION, "pat": [[p, hit] for p, hit in self.patterns.items()]}
+        out.update({key: getattr(self, attr) for key, attr in self._FIELDS.items()})
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> ScanState | None:
+        """The state stored as :meth:`to_json` gave it; None when ``data`` is not one (another version)."""
+        if not isinstance(data, dict) or data.get("v") != STATE_VERSION:
+            return None
+        state = cls()
+        try:
+            state.patterns = {str(p): hit for p, hit in data.get("pat") or []}
+            for key, attr in cls._FIELDS.items():
+                if key in data:
+                    setattr(state, attr, data[key])
+        except (TypeError, ValueError):
+            return None
+        return state
+
+    def copy(self) -> ScanState:
+        return ScanState.from_json(json_copy(self.to_json()))  # type: ignore[return-value]
+
+    def tracks(self, patterns: Iterable[str]) -> bool:
+        """Whether every one of ``patterns`` (up to ``MAX_PATTERNS``) was tracked from the log's start."""
+        return all(p in self.patterns for p in list(dict.fromkeys(patterns))[:MAX_PATTERNS])
+
+    # --- feeding ------------------------------------------------------------------------------------------
+
+    def feed(self, text: str) -> ScanState:
+        """Scan the next ``text`` of the log (any cut; whole lines from ``Runtime.read_log_from``)."""
+        if not text:
+            return self
+        data = self.partial + text
+        tail = data.splitlines(keepends=True)[-1]
+        if tail[-1:] not in LINE_BREAKS or tail.endswith("\r"):  # unfinished (a "\r" may be half of a "\r\n")
+            self.partial = tail[:MAX_PARTIAL]
+            data = data[: len(data) - len(tail)]
+        else:
+            self.partial = ""
+        self.feed_lines(data.splitlines())
+        return self
+
+    def feed_lines(self, lines: list[str]) -> ScanState:
+        """Scan the next complete ``lines`` (without their line breaks)."""
+        if not lines:
+            return self
+        base = self.lines
+        self._match_patterns(lines, base)
+        scan, errors, signatures = candidates(lines)
+        for idx in sorted(scan | errors | signatures):
+            self._line(base + idx + 1, lines[idx], idx in scan, idx in errors, idx in signatures)
+        self.lines += len(lines)
+        return self
+
+    def _match_patterns(self, lines: list[str], base: int) -> None:
+        for pattern, hit in self.patterns.items():
+            if hit is not None:
                 continue
-            marker = match_marker(text)
-            if marker is not None:
-                key, _ = marker
-                m = Marker(key, idx + 1, text, MARKER_KIND[key], marker[1])
-                if m.failed:
-                    return idx + 1, text
-                continue
-            if ERROR_ANY_RE.search(text):
-                return idx + 1, text
-        return None
+            regex = _user_regex(pattern)
+            found = next((i for i, text in enumerate(lines) if regex.search(text)), None)
+            if found is not None:
+                self.patterns[pattern] = [base + found + 1, lines[found][:KEEP_LINE]]
+
+    def _line(self, line_no: int, text: str, scan: bool, errors: bool, signatures: bool) -> None:
+        found = match_marker(text) if scan else None
+        if found is not None and found[0] == "rank":  # a restarted container appends a new run
+            self._new_run(line_no)
+        if scan:
+            self._count(line_no, text, found)
+        if errors and text.strip() and not BENIGN_RE.search(text):
+            if _failed(*found) if found is not None else ERROR_ANY_RE.search(text) is not None:
+                self._error(line_no, text)
+        if signatures and text.strip():
+            for code, regex in SIGNATURES:
+                if code not in self.signatures and regex.search(text):
+                    self.signatures[code] = [line_no, text[:KEEP_LINE]]
+
+    def _count(self, line_no: int, text: str, found: tuple[str, dict[str, str]] | None) -> None:
+        if m := HEAD_WAIT_ATTEMPT.search(text):
+            self.head_wait += 1
+            self.head_address = m["address"][:KEEP_LINE]
+        elif DOMAIN_WAIT_ATTEMPT.search(text):
+            self.domain_wait += 1
+        elif found is not None:
+            self._add_marker(found[0], line_no, text, found[1])
+        elif m := CHECK_REQUIRED.search(text):
+            self.check_required = int(m["n"])
+        elif m := CHECK_READY.search(text):
+            self.check_passed = True
+            self.check_required = int(m["n"])
+            self.check_alive_max = max(self.check_alive_max or 0, int(m["a"]))
+        elif m := CHECK_TIMEOUT.search(text):
+            self.check_timeout = True
+            self.check_required = int(m["n"])
+        elif m := CHECK_COUNT.search(text) or CHECK_FOUND.search(text):
+            self.check_alive_max = max(self.check_alive_max or 0, int(m["a"]))
+        elif m := RLINF_WAITING.search(text):
+            self.rlinf_waiting = [int(m["n"]), int(m["k"])]
+            self.rlinf_waiting_line = [line_no, text[:KEEP_LINE]]
+        elif m := RLINF_CLUSTER.search(text):
+            self.rlinf_nodes = int(m["n"])
+            self.rlinf_cluster_line = [line_no, text[:KEEP_LINE]]
+
+    def _add_marker(self, key: str, line_no: int, text: str, values: dict[str, str]) -> None:
+        self.markers.append([key, line_no, text[:KEEP_LINE], values, None])
+        if len(self.markers) <= MAX_MARKERS:
+            return
+        first: dict[str, int] = {}
+        last: dict[str, int] = {}
+        for i, m in enumerate(self.markers):
+            first.setdefault(m[0], i)
+            last[m[0]] = i
+        drop = next(i for i, m in enumerate(self.markers) if i not in (first[m[0]], last[m[0]]))
+        del self.markers[drop]
+        if drop < self.open:
+            self.open -= 1
+
+    def _error(self, line_no: int, text: str) -> None:
+        if self.first_error is not None and self.open == len(self.markers):
+            return  # nobody waits for an error
+        self.errors.append([line_no, text[:KEEP_LINE]])
+        index = len(self.errors) - 1
+        if self.first_error is None:
+            self.first_error = index
+        while self.open < len(self.markers) and self.markers[self.open][1] < line_no:
+            self.markers[self.open][4] = index
+            self.open += 1
+        if len(self.errors) > MAX_MARKERS + 1:  # errors of dropped markers
+            used = sorted({self.first_error, *(m[4] for m in self.markers if m[4] is not None)})
+            where = {old: new for new, old in enumerate(used)}
+            self.errors = [self.errors[i] for i in used]
+            self.first_error = where[self.first_error]
+            for m in self.markers:
+                if m[4] is not None:
+                    m[4] = where[m[4]]
+
+    # --- reading ------------------------------------------------------------------------------------------
+
+    def scan(self, patterns: dict[str, str] | None = None) -> LogScan:
+        """What the log scanned so far shows (its unfinished last line counted as a line); ``patterns``: name ->
+        pattern of the tracked ones to report in ``pattern_hits``."""
+        state = self
+        if self.partial:
+            state = self.copy()
+            state.partial = ""
+            state.feed_lines(self.partial.splitlines())
+        hits = {}
+        for name, pattern in (patterns or {}).items():
+            hit = state.patterns.get(pattern)
+            if hit is not None:
+                hits[name] = (hit[0], hit[1])
+        markers = []
+        errors_after: dict[int, tuple[int, str] | None] = {}
+        for key, line_no, text, values, err in state.markers:
+            markers.append(Marker(key, line_no, text, MARKER_KIND[key], dict(values)))
+            errors_after[line_no] = _pair(state.errors[err]) if err is not None else None
+        return LogScan(
+            line_count=state.lines,
+            markers=markers,
+            segment_start=state.segment_start,
+            head_wait_attempts=state.head_wait,
+            domain_wait_attempts=state.domain_wait,
+            check_required=state.check_required,
+            check_alive_max=state.check_alive_max,
+            check_passed=state.check_passed,
+            check_timeout=state.check_timeout,
+            rlinf_waiting=_pair(state.rlinf_waiting),
+            rlinf_waiting_line=_pair(state.rlinf_waiting_line),
+            rlinf_nodes=state.rlinf_nodes,
+            rlinf_cluster_line=_pair(state.rlinf_cluster_line),
+            pattern_hits=dict(sorted(hits.items(), key=lambda item: item[1][0])),  # in log order
+            signature_hits={code: (hit[0], hit[1]) for code, hit in state.signatures.items()},
+            head_wait_address=state.head_address,
+            first_error=_pair(state.errors[state.first_error]) if state.first_error is not None else None,
+            errors_after=errors_after,
+        )
+
+
+def _pair(value: list | None) -> Any:
+    return (value[0], value[1]) if value else None
+
+
+def json_copy(data: Any) -> Any:
+    """A deep copy of JSON-shaped ``data`` (lists, dicts, scalars)."""
+    if isinstance(data, dict):
+        return {k: json_copy(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [json_copy(v) for v in data]
+    return data
+
+
+_REGEX_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def _user_regex(pattern: str) -> re.Pattern[str]:
+    """A user's pattern compiled (an invalid regex is matched as plain text)."""
+    regex = _REGEX_CACHE.get(pattern)
+    if regex is None:
+        try:
+            regex = re.compile(pattern)
+        except re.error:
+            regex = re.compile(re.escape(pattern))
+        if len(_REGEX_CACHE) > 1000:
+            _REGEX_CACHE.clear()
+        _REGEX_CACHE[pattern] = regex
+    return regex
 
 
 def match_marker(text: str) -> tuple[str, dict[str, str]] | None:
@@ -406,62 +697,12 @@ def match_marker(text: str) -> tuple[str, dict[str, str]] | None:
     return None
 
 
-def split_lines(log: str | Iterable[str]) -> list[str]:
-    if isinstance(log, str):
-        return [line.rstrip("\r") for line in log.splitlines()]
-    return [str(line).rstrip("\r\n") for line in log]
-
-
 def scan_log(log: str | Iterable[str], patterns: dict[str, str] | None = None) -> LogScan:
-    """Scan a Worker log (text or lines). ``patterns`` maps names to user regexes (invalid regexes are matched
-    as plain text). Never raises for odd input."""
-    scan = LogScan(lines=split_lines(log))
-    compiled: dict[str, re.Pattern[str]] = {}
-    for name, pattern in (patterns or {}).items():
-        try:
-            compiled[name] = re.compile(pattern)
-        except re.error:
-            compiled[name] = re.compile(re.escape(pattern))
-    for name, regex in compiled.items():
-        hit = next(((i + 1, text) for i, text in enumerate(scan.lines) if regex.search(text)), None)
-        if hit is not None:
-            scan.pattern_hits[name] = hit
-    scan.pattern_hits = dict(sorted(scan.pattern_hits.items(), key=lambda item: item[1][0]))  # in log order
-    candidates = lines_with(scan.lines, SCAN_LITERALS)  # no other line can hold what the scan counts
-    # The last run starts at the last RLINF_NODE_RANK line (a restarted container appends a new run).
-    for idx in reversed(candidates):
-        if MARKERS[0][1].search(scan.lines[idx]):
-            scan.segment_start = idx + 1
-            break
-    for idx in candidates[bisect_left(candidates, scan.segment_start - 1) :]:
-        text = scan.lines[idx]
-        line_no = idx + 1
-        if HEAD_WAIT_ATTEMPT.search(text):
-            scan.head_wait_attempts += 1
-            continue
-        if DOMAIN_WAIT_ATTEMPT.search(text):
-            scan.domain_wait_attempts += 1
-            continue
-        found = match_marker(text)
-        if found is not None:
-            key, values = found
-            scan.markers.append(Marker(key, line_no, text, MARKER_KIND[key], values))
-            continue
-        if m := CHECK_REQUIRED.search(text):
-            scan.check_required = int(m["n"])
-        elif m := CHECK_READY.search(text):
-            scan.check_passed = True
-            scan.check_required = int(m["n"])
-            scan.check_alive_max = max(scan.check_alive_max or 0, int(m["a"]))
-        elif m := CHECK_TIMEOUT.search(text):
-            scan.check_timeout = True
-            scan.check_required = int(m["n"])
-        elif m := CHECK_COUNT.search(text) or CHECK_FOUND.search(text):
-            scan.check_alive_max = max(scan.check_alive_max or 0, int(m["a"]))
-        elif m := RLINF_WAITING.search(text):
-            scan.rlinf_waiting = (int(m["n"]), int(m["k"]))
-            scan.rlinf_waiting_line = (line_no, text)
-        elif m := RLINF_CLUSTER.search(text):
-            scan.rlinf_nodes = int(m["n"])
-            scan.rlinf_cluster_line = (line_no, text)
-    return scan
+    """Scan a whole Worker log (text or lines) in one go: :class:`ScanState` fed once. ``patterns`` maps names to
+    user regexes (invalid regexes are matched as plain text). Never raises for odd input."""
+    state = ScanState((patterns or {}).values())
+    if isinstance(log, str):
+        state.feed(log)
+    else:
+        state.feed_lines([str(line).rstrip("\r\n") for line in log])
+    return state.scan(patterns)

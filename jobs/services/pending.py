@@ -25,7 +25,7 @@ from typing import Any
 from clusters.models import Node
 from clusters.runtime.base import RuntimeFailure
 from clusters.runtime.registry import get_runtime
-from jobs.services.log_markers import scan_log
+from jobs.services.log_markers import LogScan, scan_log
 from jobs.services.worker_logs import read_logs
 from jobs.spec.layout import main_container
 from jobs.spec.quantity import format_number, parse_quantity
@@ -376,21 +376,22 @@ def _needs_stage(p) -> bool:
 
 
 def role_inputs(
-    job, with_logs: bool = True, tasks: list | None = None, logs: dict[str, str] | None = None
+    job, with_logs: bool = True, tasks: list | None = None, scans: dict[str, LogScan] | None = None
 ) -> list[RoleInput]:
     """Build :class:`RoleInput` rows from the Job's Tasks, Pod rows and spec templates.
 
-    ``tasks``: the job's Tasks with ``cluster`` and ``pods`` loaded, when the caller has them; ``logs``: Pod name
-    -> log text the caller already read (the Diagnosis tab's); the other needed logs are read together."""
+    ``tasks``: the job's Tasks with ``cluster`` and ``pods`` loaded, when the caller has them; ``scans``: Pod name
+    -> the stored scan of its log (the Diagnosis tab's, ``jobs.services.log_scans``); without them the needed
+    logs are read together and scanned."""
 
     templates = {str(t.get("name")): t for t in job.spec_section.get("tasks") or [] if isinstance(t, dict)}
     if tasks is None:
         tasks = list(job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"))
-    logs = dict(logs or {})
+    scans = dict(scans or {})
     if with_logs:
-        wanted = [p.name for t in tasks for p in t.pods.all() if _needs_stage(p) and p.name not in logs]
+        wanted = [p.name for t in tasks for p in t.pods.all() if _needs_stage(p) and p.name not in scans]
         if wanted:
-            logs.update(read_logs(job, tasks, wanted))
+            scans.update({name: scan_log(text) for name, text in read_logs(job, tasks, wanted).items()})
     out = []
     for task in tasks:
         template = templates.get(task.template_name, {})
@@ -398,7 +399,7 @@ def role_inputs(
         for p in task.pods.all():
             last_stage = None
             if with_logs and _needs_stage(p):
-                stage = scan_log(logs.get(p.name, "")).last_stage
+                stage = (scans.get(p.name) or LogScan()).last_stage
                 last_stage = stage.key if stage else None
             pods.append(
                 PodView(
@@ -491,7 +492,7 @@ def _num(value: Any) -> float:
 
 
 def job_pending_reasons(
-    job, with_logs: bool = True, tasks: list | None = None, logs: dict[str, str] | None = None
+    job, with_logs: bool = True, tasks: list | None = None, scans: dict[str, LogScan] | None = None
 ) -> dict[str, list[PendingReason]]:
-    """Pending reasons of every role of a stored Job (``tasks`` and ``logs`` as in :func:`role_inputs`)."""
-    return pending_reasons(role_inputs(job, with_logs=with_logs, tasks=tasks, logs=logs), node_views(job, tasks))
+    """Pending reasons of every role of a stored Job (``tasks`` and ``scans`` as in :func:`role_inputs`)."""
+    return pending_reasons(role_inputs(job, with_logs=with_logs, tasks=tasks, scans=scans), node_views(job, tasks))

@@ -32,12 +32,12 @@ from datetime import datetime
 from typing import Any
 
 from clusters.models import Node
+from jobs.services import log_scans
 from jobs.services.diagnosis import stage_label
 from jobs.services.headline import worker_phase_of
 from jobs.services.log_markers import RLINF_CLUSTER, LogScan, scan_log
 from jobs.services.run_prefix import run_path
 from jobs.services.status import pod_ready
-from jobs.services.worker_logs import read_logs
 from jobs.spec.layout import display_role_of, main_container, task_layout
 from jobs.spec.mounts import host_path_for
 from jobs.spec.rlinf import num_nodes_of
@@ -244,6 +244,9 @@ class RunCheckInput:
     settings: dict[str, Any]
     output: OutputCheck
     secrets: list[str] = field(default_factory=list)
+    scans: dict[str, LogScan] | None = None  # stored scans by Pod name (``log_scans``); None: scan ``logs``
+    scans_as_of: datetime | None = None  # when the oldest of ``scans`` read its log
+    refreshing: bool = False  # some scans are older than the max age; a background refresh was asked for
 
 
 @dataclass
@@ -466,7 +469,16 @@ def check_pods(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
     return MET, ev
 
 
+def log_patterns(settings: dict[str, Any]) -> dict[str, str]:
+    """The user regexes checks 4 and 5 look for in the logs: ``app<i>`` and ``progress``."""
+    patterns = {f"app{i}": p for i, p in enumerate(settings.get("app_patterns") or [])}
+    patterns["progress"] = settings.get("progress_pattern") or DEFAULT_SETTINGS["progress_pattern"]
+    return patterns
+
+
 def _scans(data: RunCheckInput, patterns: dict[str, str] | None = None) -> dict[str, LogScan]:
+    if data.scans is not None:
+        return {p.name: data.scans.get(p.name) or LogScan() for p in data.pods}
     return {p.name: scan_log(data.logs.get(p.name, ""), patterns) for p in data.pods}
 
 
@@ -731,9 +743,7 @@ def _is_head(data: RunCheckInput, pod: PodRow) -> bool:
 
 def run_checks(data: RunCheckInput, lang: str = "zh-hans") -> list[CheckResult]:
     """Compute checks 1-5 (pure). Evidence lines are redacted."""
-    patterns = {f"app{i}": p for i, p in enumerate(data.settings.get("app_patterns") or [])}
-    patterns["progress"] = data.settings.get("progress_pattern") or DEFAULT_SETTINGS["progress_pattern"]
-    scans = _scans(data, patterns)
+    scans = _scans(data, log_patterns(data.settings))
     results = []
     for number, (status, evidence) in enumerate(
         [
@@ -796,12 +806,13 @@ def check_output(path: str, templates: list[dict], runtime_kind: str) -> OutputC
 
 
 def gather(job, now: datetime | None = None, logs: dict[str, str] | None = None) -> RunCheckInput:
-    """Build the input of the checks from a stored Job (reads the logs together, ``worker_logs.read_logs``)."""
+    """Build the input of the checks from a stored Job: the Workers' stored log scans (``log_scans.job_scans``),
+    or the scans of ``logs`` (Pod name -> text) when given."""
     from django.utils import timezone
 
     spec = job.spec_section
     templates = {str(t.get("name")): t for t in spec.get("tasks") or [] if isinstance(t, dict)}
-    tasks = list(job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"))
+    tasks = list(job.tasks.select_related("cluster").prefetch_related(log_scans.pods_with_scans()).order_by("order"))
     task_views = [
         TaskView(
             name=t.name,
@@ -821,9 +832,8 @@ def gather(job, now: datetime | None = None, logs: dict[str, str] | None = None)
         for p in t.pods.all()
     ]
     nodes = {n.name: dict(n.labels or {}) for n in Node.objects.filter(cluster_id__in={t.cluster_id for t in tasks})}
-    if logs is None:
-        logs = read_logs(job, tasks, [p.name for p in pods])
     settings = settings_of(job.run_check)
+    stored = log_scans.job_scans(job, tasks, log_patterns(settings)) if logs is None else None
     head_task = next((t for t in tasks if t.head), tasks[0] if tasks else None)
     ordered = [templates[t.template_name] for t in tasks if t.template_name in templates]
     if head_task is not None and head_task.template_name in templates:
@@ -851,10 +861,13 @@ def gather(job, now: datetime | None = None, logs: dict[str, str] | None = None)
         pods=pods,
         node_labels=nodes,
         num_nodes=num_nodes_of(job.rlinf_config) if job.rlinf_config else None,
-        logs=logs,
+        logs=logs or {},
         settings=settings,
         output=_run_output(job, settings["output_path"], ordered, runtime_kind),
         secrets=secrets,
+        scans=stored.scans if stored is not None else None,
+        scans_as_of=stored.as_of if stored is not None else None,
+        refreshing=stored.refreshing if stored is not None else False,
     )
 
 
@@ -869,6 +882,12 @@ def _run_output(job, path: str, templates: list[dict], runtime_kind: str) -> Out
 def job_run_check(job, lang: str = "zh-hans", now: datetime | None = None) -> list[CheckResult]:
     """The five checks of a stored Job."""
     return run_checks(gather(job, now=now), lang)
+
+
+def job_run_check_as_of(job, lang: str = "zh-hans", now: datetime | None = None) -> tuple[list[CheckResult], dict]:
+    """:func:`job_run_check` and how old the log scans it read are: ``{"asOf": datetime|None, "refreshing"}``."""
+    data = gather(job, now=now)
+    return run_checks(data, lang), {"asOf": data.scans_as_of, "refreshing": data.refreshing}
 
 
 # --- Markdown run record (seed 02 template) --------------------------------------------------------------------

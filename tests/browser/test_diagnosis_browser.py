@@ -3,6 +3,7 @@ a /dev/shm error; the settings form and the Markdown export; zh and en screensho
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -218,3 +219,34 @@ def test_diagnosis_runcheck_metrics_pages(page, live_server, client, admin_user,
     assert text.startswith("# 任务运行检查记录\n")
     assert "| 3. Ray 已按预期启动 | 未符合 |" in text
     assert "HF_TOKEN" not in text and "hf_SuperSecretToken123" not in text
+
+
+def test_diagnosis_and_run_check_say_how_old_their_log_results_are(
+    page, live_server, client, admin_user, seeded, monkeypatch
+):
+    """Issue 18: the tabs show the stored log scans with their time; older than RLARK_LOG_SCAN_MAX_AGE, they say
+    the new lines are being read in the background (the refresh is asked for once)."""
+    from jobs import tasks as job_tasks
+    from jobs.models import PodLogScan
+
+    queued: list[int] = []
+    monkeypatch.setattr(job_tasks.refresh_log_scans, "delay", queued.append)
+    ARTIFACTS.mkdir(exist_ok=True)
+    login(page, live_server, client, admin_user)
+    set_lang(page, live_server, "en")
+    page.goto(f"{live_server.url}/jobs/demo/diagnosis/")  # first visit: scanned now
+    expect(page.locator("[data-testid=scan-age]")).to_contain_text("Log results as of")
+    expect(page.locator("[data-testid=scan-refreshing]")).to_have_count(0)
+    # as if read from the running Pods 75 s ago (these Pods' logs come from the archive, which never grows)
+    PodLogScan.objects.update(updated_at=timezone.now() - timedelta(seconds=75), final=False, cursor="")
+    for lang, age, refreshing in (
+        ("zh-hans", re.compile(r"（1m 1\ds 前）"), "正在后台读取新的日志行"),
+        ("en", re.compile(r"\(1m 1\ds ago\)"), "Newer log lines are being read in the background"),
+    ):
+        set_lang(page, live_server, lang)
+        for tab in ("diagnosis", "run-check"):
+            page.goto(f"{live_server.url}/jobs/demo/{tab}/")
+            expect(page.locator("[data-testid=scan-age]")).to_contain_text(age)
+            expect(page.locator("[data-testid=scan-refreshing]")).to_contain_text(refreshing)
+            page.screenshot(path=str(ARTIFACTS / f"{tab}-stale-{lang}.png"), full_page=True)
+    assert queued == [Job.objects.get(name="demo").pk]

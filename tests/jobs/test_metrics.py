@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from clusters.models import Cluster
+from clusters.runtime.base import LogChunk
 from jobs.models import Job, MetricSample, Pod, Task
 from jobs.services import metrics as metrics_service
 from tests.jobs.test_runcheck import HEAD_LOG, template, worker_log
@@ -31,6 +32,12 @@ class ReportingRuntime:
     def stream_log(self, namespace, pod, previous=False):
         logs = {"job-header-0": HEAD_LOG, "job-worker-0": worker_log(1)}
         yield logs.get(pod, "").encode()
+
+    def read_log_from(self, namespace, pod, cursor="", limit_bytes=4 << 20):
+        """The lines after ``cursor`` (a line count, as ``Runtime.read_log_from`` counts them)."""
+        lines = b"".join(self.stream_log(namespace, pod)).decode().splitlines(keepends=True)
+        done = int(cursor[1:]) if cursor.startswith("L") else 0
+        return LogChunk("".join(lines[done:]), f"L{len(lines)}")
 
 
 @pytest.fixture
