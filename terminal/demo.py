@@ -52,7 +52,7 @@ def _as_running(job) -> None:
 
     from django.utils import timezone
 
-    from jobs.models import Job, Pod
+    from jobs.models import Job, Pod  # local import: it loads the models; the settings come from --dir, set first
 
     started = timezone.now() - timedelta(minutes=5)
     Job.objects.filter(pk=job.pk).update(started_at=started, created_at=started - timedelta(seconds=20))
