@@ -52,7 +52,7 @@ def diagnosis(request: HttpRequest, name: str) -> HttpResponse:
     """Diagnosis tab."""
     job = policy.get_job_for(request.user, name)
     lang = _lang()
-    patterns = runcheck_service.log_patterns(runcheck_service.settings_of(job.run_check))
+    patterns = runcheck_service.job_log_patterns(job)
     result, reasons, scans = diagnosis_service.diagnosis_and_pending(job, patterns)
     context = _base(request, job, "diagnosis")
     diag = result.to_dict(lang)

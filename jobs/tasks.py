@@ -54,7 +54,7 @@ def refresh_log_scans(job_id: int) -> None:
     asked for by the Diagnosis tab and the Run check when their scans are older than the max age."""
     job = Job.objects.filter(pk=job_id).first()
     if job is not None:
-        log_scans.refresh_stale(job, runcheck.log_patterns(runcheck.settings_of(job.run_check)))
+        log_scans.refresh_stale(job, runcheck.job_log_patterns(job))
 
 
 def _enqueue_log_scan_refresh(job_id: int) -> None:

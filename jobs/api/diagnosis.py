@@ -48,7 +48,7 @@ class JobDiagnosisView(APIView):
     def get(self, request, name: str):
         job = policy.get_job_for(request.user, name)
         lang = _lang()
-        patterns = runcheck_service.log_patterns(runcheck_service.settings_of(job.run_check))
+        patterns = runcheck_service.job_log_patterns(job)
         result, reasons, scans = diagnosis_service.diagnosis_and_pending(job, patterns)
         data = result.to_dict(lang)
         data["pending"] = {role: [r.to_dict(lang) for r in items] for role, items in reasons.items()}

@@ -703,7 +703,7 @@ def worker_inputs(
 def job_tasks(job) -> list:
     """The job's Tasks in order, with their cluster and Pods (and the Pods' stored log scans) loaded (two
     queries)."""
-    return list(job.tasks.select_related("cluster").prefetch_related(log_scans.pods_with_scans()).order_by("order"))
+    return log_scans.job_tasks(job)
 
 
 def diagnose_job(job, workers: list[WorkerInput] | None = None) -> JobDiagnosis:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -35,12 +34,10 @@ from django.db import transaction
 from django.db.models import Prefetch
 from django.utils import timezone
 
-from clusters.runtime import registry
 from clusters.runtime.base import PodNotFound, Runtime, RuntimeFailure
 from jobs.models import Pod, PodLogScan
-from jobs.services import log_archive
 from jobs.services.log_markers import LINE_BREAKS, LogScan, ScanState
-from jobs.services.worker_logs import PARALLEL
+from jobs.services.worker_logs import archived_log, cluster_runtime, map_concurrently
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +73,12 @@ class Scans:
 def pods_with_scans() -> Prefetch:
     """Prefetch a Task's ``pods`` with their stored scans joined in (``task.pods.all()``; no query of its own)."""
     return Prefetch("pods", queryset=Pod.objects.select_related("log_scan"))
+
+
+def job_tasks(job) -> list:
+    """The job's Tasks in order, with their cluster and their Pods with the Pods' stored scans (two queries): what
+    :func:`job_scans` and the pages that call it need."""
+    return list(job.tasks.select_related("cluster").prefetch_related(pods_with_scans()).order_by("order"))
 
 
 def _records(job, pairs: list[tuple[Any, Pod]]) -> dict[int, PodLogScan]:
@@ -165,17 +168,13 @@ def refresh(
     runtimes: dict[int, Runtime | None] = {}
     work: list[tuple[Pod, Runtime | None, str, ScanState | None, str]] = []
     for task, pod in pairs:
-        if task.cluster_id not in runtimes:
-            try:
-                runtimes[task.cluster_id] = registry.runtime_for(task.cluster)
-            except RuntimeFailure:
-                runtimes[task.cluster_id] = None
+        runtime = cluster_runtime(runtimes, task)
         record = records.get(pod.pk)
         state = _usable(record, pod, None)
         if state is not None and patterns is not None and not state.tracks(patterns):
             state = None
         cursor = record.cursor if state is not None and record is not None else ""
-        work.append((pod, runtimes[task.cluster_id], task.namespace, state, cursor))
+        work.append((pod, runtime, task.namespace, state, cursor))
 
     def read(item: tuple[Pod, Runtime | None, str, ScanState | None, str]) -> PodLogScan:
         pod, runtime, namespace, state, cursor = item
@@ -204,7 +203,7 @@ def refresh(
                         state.feed(tail.splitlines()[-1])
         except (RuntimeFailure, OSError, NotImplementedError) as exc:
             if fresh or isinstance(exc, PodNotFound):
-                archived = _archived(job.name, pod.name)
+                archived = archived_log(job.name, pod.name)
                 if archived is not None:
                     state, cursor, final = ScanState(tracked).feed(archived), ARCHIVE, True
             if fresh and cursor != ARCHIVE:
@@ -219,11 +218,7 @@ def refresh(
             updated_at=now,
         )
 
-    if len(work) == 1:
-        written = [read(work[0])]
-    else:
-        with ThreadPoolExecutor(max_workers=min(PARALLEL, len(work)), thread_name_prefix="rlark-log-scan") as pool:
-            written = list(pool.map(read, work))
+    written = map_concurrently(read, work, "rlark-log-scan")
     PodLogScan.objects.bulk_create(
         written,
         update_conflicts=True,
@@ -233,20 +228,12 @@ def refresh(
     return {r.pod_id: r for r in written}
 
 
-def _archived(job_name: str, pod: str) -> str | None:
-    try:
-        path = log_archive.find(job_name, pod)
-        return log_archive.read_tail(path, None) if path is not None else None
-    except OSError:
-        return None
-
-
 def refresh_stale(job, patterns: dict[str, str] | None = None) -> int:
     """Refresh the job's records older than the max age, and scan its Pods that have none (or whose record does not
     track ``patterns``, the Run check's: scanned again from the start); the background task's body. Returns how
     many logs were read."""
     wanted = list(patterns.values()) if patterns else None
-    tasks = list(job.tasks.select_related("cluster").prefetch_related(pods_with_scans()))
+    tasks = job_tasks(job)
     pairs = [(task, pod) for task in tasks for pod in task.pods.all()]
     records = _records(job, pairs)
     _, missing, stale = _sort(pairs, records, wanted, timezone.now())

@@ -476,6 +476,12 @@ def log_patterns(settings: dict[str, Any]) -> dict[str, str]:
     return patterns
 
 
+def job_log_patterns(job) -> dict[str, str]:
+    """:func:`log_patterns` of ``job``'s saved Run check settings: what its stored log scans track, so a scan made
+    by the Diagnosis tab or the background refresh serves the Run check too."""
+    return log_patterns(settings_of(job.run_check))
+
+
 def _scans(data: RunCheckInput, patterns: dict[str, str] | None = None) -> dict[str, LogScan]:
     if data.scans is not None:
         return {p.name: data.scans.get(p.name) or LogScan() for p in data.pods}
@@ -812,7 +818,7 @@ def gather(job, now: datetime | None = None, logs: dict[str, str] | None = None)
 
     spec = job.spec_section
     templates = {str(t.get("name")): t for t in spec.get("tasks") or [] if isinstance(t, dict)}
-    tasks = list(job.tasks.select_related("cluster").prefetch_related(log_scans.pods_with_scans()).order_by("order"))
+    tasks = log_scans.job_tasks(job)
     task_views = [
         TaskView(
             name=t.name,

@@ -9,7 +9,9 @@ archived copy / a plain read). No database query is made; a log that cannot be r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from clusters.runtime import registry
 from clusters.runtime.base import Runtime, RuntimeFailure
@@ -17,6 +19,8 @@ from jobs.services import log_archive
 from jobs.services.status import head_and_tail
 
 PARALLEL = 8  # log reads in flight per request (as the sync's LOG_READ_PARALLEL)
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def _read_one(job_name: str, runtime: Runtime | None, namespace: str, pod: str) -> str:
@@ -33,10 +37,39 @@ def _read_one(job_name: str, runtime: Runtime | None, namespace: str, pod: str) 
         try:
             return runtime.read_log(namespace, pod, tail_lines=None)
         except RuntimeFailure:
-            archived = log_archive.find(job_name, pod)
-            return log_archive.read_tail(archived, None) if archived is not None else ""
+            return archived_log(job_name, pod) or ""
     except Exception:  # noqa: BLE001 - a missing log is shown as "no log", never an error page
         return ""
+
+
+def archived_log(job_name: str, pod: str) -> str | None:
+    """The whole archived log of ``pod`` (``log_archive``: what Stop and Delete kept), None when there is none or
+    it cannot be read."""
+    try:
+        path = log_archive.find(job_name, pod)
+        return log_archive.read_tail(path, None) if path is not None else None
+    except OSError:
+        return None
+
+
+def cluster_runtime(runtimes: dict[int, Runtime | None], task) -> Runtime | None:
+    """The runtime of ``task``'s cluster (``task.cluster`` loaded), built once per cluster into ``runtimes``;
+    None when it cannot be built."""
+    if task.cluster_id not in runtimes:
+        try:
+            runtimes[task.cluster_id] = registry.runtime_for(task.cluster)
+        except RuntimeFailure:
+            runtimes[task.cluster_id] = None
+    return runtimes[task.cluster_id]
+
+
+def map_concurrently(read: Callable[[T], R], work: list[T], name: str) -> list[R]:
+    """``[read(w) for w in work]``, at most ``PARALLEL`` at a time on threads named ``name`` (in this thread when
+    there is one item)."""
+    if len(work) <= 1:
+        return [read(item) for item in work]
+    with ThreadPoolExecutor(max_workers=min(PARALLEL, len(work)), thread_name_prefix=name) as pool:
+        return list(pool.map(read, work))
 
 
 def read_logs(job, tasks, names: list[str]) -> dict[str, str]:
@@ -50,18 +83,10 @@ def read_logs(job, tasks, names: list[str]) -> dict[str, str]:
         if task is None:
             work.append((pod, None, ""))
             continue
-        if task.cluster_id not in runtimes:
-            try:
-                runtimes[task.cluster_id] = registry.runtime_for(task.cluster)
-            except RuntimeFailure:
-                runtimes[task.cluster_id] = None
-        work.append((pod, runtimes[task.cluster_id], task.namespace))
+        work.append((pod, cluster_runtime(runtimes, task), task.namespace))
 
     def read(item: tuple[str, Runtime | None, str]) -> str:
         pod, runtime, namespace = item
         return _read_one(job.name, runtime, namespace, pod)
 
-    if len(work) <= 1:
-        return {item[0]: read(item) for item in work}
-    with ThreadPoolExecutor(max_workers=min(PARALLEL, len(work)), thread_name_prefix="rlark-diag-log") as pool:
-        return dict(zip([item[0] for item in work], pool.map(read, work), strict=True))
+    return dict(zip([item[0] for item in work], map_concurrently(read, work, "rlark-diag-log"), strict=True))
