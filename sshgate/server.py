@@ -105,7 +105,7 @@ class WorkerTunnel(asyncssh.SSHTCPSession):
 
     def connection_made(self, chan) -> None:
         self.chan = chan
-        asyncio.get_running_loop().create_task(self._start())
+        self.gate.spawn(self._start())
 
     async def _start(self) -> None:
         ours, theirs = socket.socketpair()
@@ -257,6 +257,7 @@ class WorkerServer(_KeysOnly):
         self.ended = False
         self.reason = "client disconnected"
         self.conn: asyncssh.SSHServerConnection | None = None
+        self.opening: asyncio.Task | None = None
         self.watch: asyncio.Task | None = None
 
     # --- authentication: the same user's registered keys, again ------------------------------------------
@@ -265,12 +266,16 @@ class WorkerServer(_KeysOnly):
         return found is not None
 
     def auth_completed(self) -> None:
-        self.watch = asyncio.get_running_loop().create_task(self._opened())
+        self.opening = self.gate.spawn(self._opened())
 
     async def _opened(self) -> None:
+        """Create the audit row, then re-check the Worker periodically. The row is created in a thread; a
+        session that ends before it exists (``ssh -tt <pod> "exit 5"``) waits for it in :meth:`_finish`, so
+        every row is closed."""
         self.row_id = await db(sessions.open_row, self.identity, self.target, self.remote)
         self.gate.live.add(self)
-        await self._watch()
+        if not self.ended:
+            self.watch = self.gate.spawn(self._watch())
 
     async def _watch(self) -> None:
         interval = _settings()["check"]
@@ -305,7 +310,7 @@ class WorkerServer(_KeysOnly):
             self.conn.disconnect(asyncssh.DISC_BY_APPLICATION, f"rlark: {reason}")
 
     def connection_lost(self, exc) -> None:
-        asyncio.get_running_loop().create_task(self._finish())
+        self.gate.spawn(self._finish())
 
     async def _finish(self) -> None:
         if self.ended:
@@ -315,6 +320,8 @@ class WorkerServer(_KeysOnly):
             self.watch.cancel()
         for stream in list(self.streams):
             await stream.close()
+        if self.opening is not None:  # the row may still be being created: close it, not leave it open
+            await asyncio.gather(self.opening, return_exceptions=True)
         if self.row_id is not None:
             await db(
                 sessions.close_row,
@@ -552,7 +559,7 @@ class ForwardSession(asyncssh.SSHTCPSession):
     def connection_lost(self, exc) -> None:
         for task in self.tasks:
             task.cancel()
-        asyncio.get_running_loop().create_task(self.server.drop(self.link.stream))
+        self.server.gate.spawn(self.server.drop(self.link.stream))
 
 
 async def _serve_process(process: asyncssh.SSHServerProcess) -> None:
@@ -566,7 +573,15 @@ class Gate:
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
         self.live: set[WorkerServer] = set()
+        self.tasks: set[asyncio.Task] = set()
         self.listener: asyncssh.SSHAcceptor | None = None
+
+    def spawn(self, coro) -> asyncio.Task:
+        """A task on the bastion's loop, kept referenced until it ends (asyncio holds tasks only weakly)."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
 
     async def start(self) -> None:
         closed = await db(sessions.close_stale)

@@ -202,13 +202,12 @@ def test_shell_and_exec_through_the_bastion(bastion):
     one = admin.ssh("-tt", HEADER, "exit 5")
     assert one.returncode == 5
 
-    # Every session this test ran that moved bytes has its row closed. Known bug, open (issue 12): the row of a
-    # PTY session whose command exits at once (`ssh -tt HEADER "exit 5"`, 0 bytes) often stays open with no exit
-    # code although the client got 5; it predates this check and is in the closing note.
+    # Every session this test ran has its row closed with its exit code, the PTY session whose command exits at
+    # once (`exit 5`, 0 bytes, over before its row was written) included.
     def ran_closed() -> bool:
         rows = _rows(server)
         done = {r["exit_code"] for r in rows if r["ended"]}
-        return {0, 7, 3} <= done and all(r["ended"] for r in rows if r["bytes_in"] or r["bytes_out"])
+        return {0, 7, 3, 5} <= done and all(r["ended"] for r in rows)
 
     try:
         wait_for(ran_closed, budget(20), "the session rows closed")
@@ -217,7 +216,8 @@ def test_shell_and_exec_through_the_bastion(bastion):
     rows = _rows(server)
     assert len(rows) >= 5
     by_code = {r["exit_code"]: r for r in rows}
-    assert {0, 7, 3} <= set(by_code)
+    assert {0, 7, 3, 5} <= set(by_code)
+    assert by_code[5]["worker"] == HEADER and by_code[5]["started"] < by_code[5]["ended"]
     row = by_code[7]
     assert row["user"] == "admin" and row["job"] == JOB and row["worker"] == HEADER
     assert row["key"] == _fingerprint(admin.public)
