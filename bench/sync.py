@@ -7,6 +7,8 @@ forced sync does; the periodic sync spreads these reads over ``RLARK_LOG_PROBE_I
 Pod changed, each as a ratio to the raw list calls of the same objects (nodes, non-terminal pods, the job pods:
 the same HTTP lists through the official client, JSON decoded, nothing else), plus the query count at a tenth of
 the jobs to show it does not grow with them. Goals: steady <= 1 s and <= 20 queries; everything changed <= 3 s.
+The fake API server runs in a process of its own (``tests.fake_k8s.process``), as a real API server does: in a
+thread of this process (``--fake thread``) its JSON encoding would share the console's GIL and be timed with it.
 
 ``nodes`` (issue 5): one node-sync cycle, 5 clusters x 200 pods: time, ratio to the raw lists, queries with 1x and
 2x pods. Target: ratio <= 2, queries independent of the pod count.
@@ -45,6 +47,7 @@ from django.utils import timezone  # noqa: E402
 
 from bench.quick import quick_defaults  # noqa: E402
 from tests.fake_k8s import FakeKubernetes  # noqa: E402
+from tests.fake_k8s.process import FakeProcess  # noqa: E402
 
 PROFILE = os.environ.get("RLARK_BENCH_PROFILE") == "1"  # print a cProfile of one steady cycle to stderr
 
@@ -86,6 +89,13 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=200)
     parser.add_argument("--nodes", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument(
+        "--fake",
+        choices=("process", "thread"),
+        default="process",
+        help="jobs: the fake API server in a process of its own (as a real one is; default) or in a thread of this "
+        "one, sharing the console's GIL",
+    )
     quick_defaults(parser, jobs=20, clusters=1, pods=20, nodes=4, rounds=2)
     args = parser.parse_args()
     logging.disable(logging.WARNING)
@@ -94,7 +104,7 @@ def main() -> None:
     old_name = connection.creation.create_test_db(verbosity=0, keepdb=False)
     try:
         if args.what in ("jobs", "all"):
-            job_bench(args.jobs, args.rounds)
+            job_bench(args.jobs, args.rounds, args.fake)
         if args.what in ("nodes", "all"):
             node_bench(args)
     finally:
@@ -230,7 +240,7 @@ def _job_rows(cluster, owner, jobs: int, start: int = 0) -> None:
     Task.objects.bulk_create(tasks)
 
 
-def job_bench(jobs: int, rounds: int) -> None:
+def job_bench(jobs: int, rounds: int, where: str = "process") -> None:
     from django.contrib.auth import get_user_model
 
     from clusters.models import Cluster
@@ -239,7 +249,7 @@ def job_bench(jobs: int, rounds: int) -> None:
     from jobs.models import Job
     from jobs.services import sync
 
-    fake = FakeKubernetes(token="bench-jobs").start()
+    fake = (FakeProcess if where == "process" else FakeKubernetes)(token="bench-jobs").start()
     try:
         for i in range(50):
             fake.add_node(f"node-{i}", {"pool": "gpu"}, {"nvidia.com/gpu": 8, "cpu": 64, "memory": "512Gi"})
@@ -298,7 +308,10 @@ def job_bench(jobs: int, rounds: int) -> None:
                 fake.set_pod(NS, name, ip=f"10.{100 + j // 250}.{j % 250}.{name[-1]}")
         changed = cycle()
         pods = 3 * jobs
-        print(f"jobs: {jobs} active jobs, {pods} Pods, 50 nodes, one cluster ({connection.vendor})")
+        print(
+            f"jobs: {jobs} active jobs, {pods} Pods, 50 nodes, one cluster ({connection.vendor}; the fake API server "
+            f"in {'a process of its own' if where == 'process' else 'a thread of this process'})"
+        )
         print(f"raw list calls alone (nodes + non-terminal pods + job pods): {raw * 1000:.1f} ms")
         print(
             f"first cycle (creates {pods - 3 * small} Pod rows): {first[0] * 1000:.1f} ms, {first[1]} queries, "
