@@ -22,6 +22,7 @@ queries at 200 Workers, the same queries at 20 and 200, and a cold page <= 2x th
 
     .venv/bin/python bench/diagnosis.py [--workers 200] [--small 20] [--rounds 7] [--lines 400]
 
+The fake API server runs in a process of its own (``--fake thread``: in a thread of this one, sharing its GIL).
 A throwaway ``test_`` database is created and dropped (``DATABASE_URL`` for PostgreSQL). ``--quick`` (or
 ``RLARK_BENCH_QUICK=1``): 20 vs 60 Workers, 2 rounds.
 """
@@ -51,6 +52,7 @@ from django.test.utils import CaptureQueriesContext, setup_test_environment  # n
 
 from bench.quick import quick_defaults  # noqa: E402
 from tests.fake_k8s import FakeKubernetes  # noqa: E402
+from tests.fake_k8s.process import add_fake_option, start_fake, where_text  # noqa: E402
 
 NS = "rlark-system"
 ROLES = 20
@@ -225,6 +227,7 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=20, help="Workers at the small point (>= 20: one per role)")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--lines", type=int, default=400, help="training-output lines per Worker log")
+    add_fake_option(parser)
     quick_defaults(parser, workers=60, rounds=2, lines=100)
     args = parser.parse_args()
     logging.disable(logging.WARNING)
@@ -244,7 +247,7 @@ def run(args) -> None:
 
     from clusters.models import Cluster, Node
 
-    fake = FakeKubernetes(token="bench-diagnosis").start()
+    fake = start_fake(args.fake, token="bench-diagnosis")
     try:
         cluster = Cluster.objects.create(
             name="bench-diag", runtime="kubernetes", namespace=NS, kubeconfig=yaml.safe_dump(fake.kubeconfig())
@@ -273,7 +276,8 @@ def run(args) -> None:
 
     print(
         f"database: {connection.vendor}; a {ROLES}-role job; {args.lines} output lines per Worker log; "
-        f"p50 of {args.rounds} GETs (API) as a staff user; load average {os.getloadavg()[0]:.2f}"
+        f"p50 of {args.rounds} GETs (API) as a staff user; the fake API server in {where_text(args.fake)}; "
+        f"load average {os.getloadavg()[0]:.2f}"
     )
     for workers, row in results.items():
         print(f"raw reading of the {workers} Worker logs (stream_log, nothing parsed): {row['raw']:.1f} ms")

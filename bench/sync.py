@@ -47,7 +47,7 @@ from django.utils import timezone  # noqa: E402
 
 from bench.quick import quick_defaults  # noqa: E402
 from tests.fake_k8s import FakeKubernetes  # noqa: E402
-from tests.fake_k8s.process import FakeProcess  # noqa: E402
+from tests.fake_k8s.process import add_fake_option, start_fake, where_text  # noqa: E402
 
 PROFILE = os.environ.get("RLARK_BENCH_PROFILE") == "1"  # print a cProfile of one steady cycle to stderr
 
@@ -89,13 +89,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=200)
     parser.add_argument("--nodes", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument(
-        "--fake",
-        choices=("process", "thread"),
-        default="process",
-        help="jobs: the fake API server in a process of its own (as a real one is; default) or in a thread of this "
-        "one, sharing the console's GIL",
-    )
+    add_fake_option(parser)
     quick_defaults(parser, jobs=20, clusters=1, pods=20, nodes=4, rounds=2)
     args = parser.parse_args()
     logging.disable(logging.WARNING)
@@ -249,7 +243,7 @@ def job_bench(jobs: int, rounds: int, where: str = "process") -> None:
     from jobs.models import Job
     from jobs.services import sync
 
-    fake = (FakeProcess if where == "process" else FakeKubernetes)(token="bench-jobs").start()
+    fake = start_fake(where, token="bench-jobs")
     try:
         for i in range(50):
             fake.add_node(f"node-{i}", {"pool": "gpu"}, {"nvidia.com/gpu": 8, "cpu": 64, "memory": "512Gi"})
@@ -310,7 +304,7 @@ def job_bench(jobs: int, rounds: int, where: str = "process") -> None:
         pods = 3 * jobs
         print(
             f"jobs: {jobs} active jobs, {pods} Pods, 50 nodes, one cluster ({connection.vendor}; the fake API server "
-            f"in {'a process of its own' if where == 'process' else 'a thread of this process'})"
+            f"in {where_text(where)})"
         )
         print(f"raw list calls alone (nodes + non-terminal pods + job pods): {raw * 1000:.1f} ms")
         print(

@@ -17,7 +17,6 @@ Sources: upstream-rlark 5.1/5.3 (the wrapper markers, byte-identical, in the ord
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -244,7 +243,8 @@ ERROR_ANY_RE = re.compile("|".join(f"(?:{r.pattern})" for r in (ERROR_LINE_RE, S
 _SHM_NCCL = ("no space left on device", "/dev/shm", "shared", "nccl", "watchdog caught")
 ERROR_WORDS = (
     *("error", "exception", "traceback", "fatal", "panic", "fail", "killed", "segmentation fault", "core dumped"),
-    *("permission denied", "no such file or directory", "command not found", "not found", "cannot", "could not"),
+    # "not found" covers "command not found"
+    *("permission denied", "no such file or directory", "not found", "cannot", "could not"),
     *("timed out", *_SHM_NCCL),
 )
 SIGNATURE_WORDS = (*_SHM_NCCL, "franka", "robot", "realsense", "camera", "gripper", "exiting main")
@@ -253,44 +253,72 @@ SIGNATURE_RE = re.compile(
 )
 
 
+_BOTH_WORDS = tuple(w for w in ERROR_WORDS if w in SIGNATURE_WORDS)
+_ERROR_ONLY = tuple(w for w in ERROR_WORDS if w not in SIGNATURE_WORDS)
+_SIGNATURE_ONLY = tuple(w for w in SIGNATURE_WORDS if w not in ERROR_WORDS)
+
+
 def lines_with(lines: list[str], literals: tuple[str, ...], fold: bool = False) -> list[int]:
     """Sorted 0-based indices of ``lines`` holding one of ``literals``, found by ``str.find`` over the joined text
     (C speed: a per-line search of ~20 alternatives cost ~10-100 us a line). ``fold``: the literals are lowercase
     and looked for in the lowered lines, and every non-ASCII line is counted in (Unicode case folding is not
     plain lowercasing, so only the full pattern can tell)."""
-    found = _indices([line.lower() for line in lines] if fold else lines, literals)
-    if fold:
-        found.update(i for i, line in enumerate(lines) if not line.isascii())
-    return sorted(found)
+    hay = "\n".join(lines)
+    if fold and not hay.isascii():
+        low = "\n".join(line.lower() for line in lines)  # lowering may change a line's length: joined again
+        hits = _line_starts(low, literals)
+        index = _line_index(low, hits)
+        found = {index[at] for at in hits} | {i for i, line in enumerate(lines) if not line.isascii()}
+        return sorted(found)
+    searched = hay.lower() if fold else hay  # ASCII: lowering keeps every offset
+    hits = _line_starts(searched, literals)
+    index = _line_index(searched, hits)
+    return sorted(index[at] for at in hits)
 
 
-def _indices(hay_lines: list[str], literals: tuple[str, ...]) -> set[int]:
-    """0-based indices of ``hay_lines`` holding one of ``literals`` (see :func:`lines_with`)."""
-    starts: list[int] = []
-    pos = 0
-    for line in hay_lines:
-        starts.append(pos)
-        pos += len(line) + 1
-    hay = "\n".join(hay_lines)
+def _line_starts(hay: str, literals: Iterable[str]) -> set[int]:
+    """Start offsets of the lines of ``hay`` (lines joined by ``\\n``) that hold one of ``literals``: one
+    ``str.find`` per literal and per line holding it, none per other line."""
     found: set[int] = set()
     for literal in literals:
         at = hay.find(literal)
         while at != -1:
-            idx = bisect_right(starts, at) - 1
-            found.add(idx)
-            at = hay.find(literal, starts[idx + 1] if idx + 1 < len(starts) else len(hay))
+            found.add(hay.rfind("\n", 0, at) + 1)
+            end = hay.find("\n", at + len(literal))
+            at = hay.find(literal, end + 1) if end != -1 else -1
     return found
+
+
+def _line_index(hay: str, starts: set[int]) -> dict[int, int]:
+    """Line start offset in ``hay`` -> 0-based line index, for ``starts`` (counted in C, once over the text)."""
+    index: dict[int, int] = {}
+    line, prev = 0, 0
+    for at in sorted(starts):
+        line += hay.count("\n", prev, at)
+        prev = at
+        index[at] = line
+    return index
 
 
 def candidates(lines: list[str]) -> tuple[set[int], set[int], set[int]]:
     """0-based indices of the ``lines`` that may hold (1) what the scan counts (``SCAN_LITERALS``), (2) an error
     or a marker, (3) one of the diagnosis's text signatures (``SIGNATURES``). No other line can (the one-search
     prefilters above); each line of plain training output is then looked at by no regex at all."""
-    low = [line.lower() for line in lines]
-    other = {i for i, line in enumerate(lines) if not line.isascii()}
-    scan = _indices(lines, SCAN_LITERALS)
-    errors = _indices(low, ERROR_WORDS) | other | {i for i in scan if MARKER_PREFILTER.search(lines[i])}
-    signatures = _indices(low, SIGNATURE_WORDS) | other
+    hay = "\n".join(lines)
+    if hay.isascii():  # the usual log: one lowered copy, every offset kept
+        low, other = hay.lower(), set()
+    else:  # lowering may change lengths: lowered line by line; every non-ASCII line is a candidate
+        low = "\n".join(line.lower() for line in lines)
+        other = {i for i, line in enumerate(lines) if not line.isascii()}
+    scan_at = _line_starts(hay, SCAN_LITERALS)
+    shared_at = _line_starts(low, _BOTH_WORDS)  # searched once for both sets
+    error_at = _line_starts(low, _ERROR_ONLY) | shared_at
+    signature_at = _line_starts(low, _SIGNATURE_ONLY) | shared_at
+    index = _line_index(hay, scan_at)
+    low_index = _line_index(low, error_at | signature_at)
+    scan = {index[at] for at in scan_at}
+    errors = {low_index[at] for at in error_at} | other | {i for i in scan if MARKER_PREFILTER.search(lines[i])}
+    signatures = {low_index[at] for at in signature_at} | other
     return scan, errors, signatures
 
 
@@ -511,10 +539,11 @@ class ScanState:
         if not text:
             return self
         data = self.partial + text
-        tail = data.splitlines(keepends=True)[-1]
-        if tail[-1:] not in LINE_BREAKS or tail.endswith("\r"):  # unfinished (a "\r" may be half of a "\r\n")
-            self.partial = tail[:MAX_PARTIAL]
-            data = data[: len(data) - len(tail)]
+        if data[-1] not in LINE_BREAKS or data[-1] == "\r":  # unfinished (a "\r" may be half of a "\r\n")
+            end = len(data) - 1 if data[-1] == "\r" else len(data)
+            cut = max(data.rfind(c, 0, end) for c in LINE_BREAKS) + 1  # where the last line starts
+            self.partial = data[cut:][:MAX_PARTIAL]
+            data = data[:cut]
         else:
             self.partial = ""
         self.feed_lines(data.splitlines())

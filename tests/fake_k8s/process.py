@@ -5,14 +5,15 @@ A real API server never shares the console's interpreter. In the same process, t
 in a child process (``spawn``, so no Django state or database connection is inherited), and :class:`FakeProcess`
 forwards each call to it over a pipe: ``fake.put(...)``, ``fake.set_log(...)``, ``fake.kubeconfig()`` and
 attribute reads such as ``fake.request_count`` behave as on :class:`tests.fake_k8s.server.FakeKubernetes`.
-Arguments and results must be picklable. Each call waits at most ``timeout`` s (TimeoutError), and the child is
-killed by :meth:`FakeProcess.stop`.
+Arguments and results must be picklable. The script that starts one must guard its top level with
+``if __name__ == "__main__"`` (the child imports it again, as ``spawn`` does). Each call waits at most ``timeout``
+s (TimeoutError; RuntimeError when the child ended), and :meth:`FakeProcess.stop` ends the child.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from tests.fake_k8s.server import FakeKubernetes
@@ -55,7 +56,10 @@ class FakeProcess:
         return self
 
     def _answer(self) -> Any:
-        if not self._conn.poll(self._timeout):
+        ready = wait([self._conn, self._child.sentinel], self._timeout)
+        if self._conn not in ready:
+            if self._child.sentinel in ready:
+                raise RuntimeError(f"the fake API server process ended (exit code {self._child.exitcode})")
             raise TimeoutError(f"the fake API server process did not answer within {self._timeout} s")
         status, value = self._conn.recv()
         if status == "error":
@@ -86,3 +90,24 @@ class FakeProcess:
             self._child.kill()
             self._child.join(5)
         self._child = None
+
+
+def add_fake_option(parser) -> None:
+    """The benchmarks' ``--fake process|thread`` option (an ``argparse.ArgumentParser``)."""
+    parser.add_argument(
+        "--fake",
+        choices=("process", "thread"),
+        default="process",
+        help="the fake API server in a process of its own (as a real one is; default) or in a thread of this one, "
+        "sharing the console's GIL",
+    )
+
+
+def start_fake(where: str, **kwargs: Any) -> FakeKubernetes | FakeProcess:
+    """A started fake API server: in a child process (``where="process"``) or in a thread of this one."""
+    return (FakeProcess if where == "process" else FakeKubernetes)(**kwargs).start()
+
+
+def where_text(where: str) -> str:
+    """How a benchmark's output says where the fake ran."""
+    return "a process of its own" if where == "process" else "a thread of this process"
