@@ -19,6 +19,7 @@ shares the machine's cores with the server, as ``wrk`` would.
 from __future__ import annotations
 
 import argparse
+import collections
 import http.client
 import os
 import socket
@@ -105,7 +106,7 @@ def stop_tier(proc: subprocess.Popen) -> None:
 def load(port: int, token: str, connections: int, seconds: float) -> dict:
     """``connections`` keep-alive clients for ``seconds``: requests per second and latency percentiles (ms)."""
     latencies: list[float] = []
-    errors = [0]
+    errors: collections.Counter[str] = collections.Counter()  # what failed: HTTP status or exception name
     lock = threading.Lock()
     stop_at = time.monotonic() + seconds
 
@@ -119,14 +120,16 @@ def load(port: int, token: str, connections: int, seconds: float) -> dict:
                 response = conn.getresponse()
                 response.read()
                 ok = response.status == 200
-            except OSError:
+                failure = str(response.status)
+            except OSError as exc:
                 ok = False
+                failure = type(exc).__name__
                 conn.close()
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             mine.append((time.perf_counter() - t0) * 1000)
             if not ok:
                 with lock:
-                    errors[0] += 1
+                    errors[failure] += 1
         conn.close()
         with lock:
             latencies.extend(mine)
@@ -144,7 +147,8 @@ def load(port: int, token: str, connections: int, seconds: float) -> dict:
         "p50": statistics.median(ordered),
         "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
         "max": ordered[-1],
-        "errors": errors[0],
+        "errors": sum(errors.values()),
+        "failures": ", ".join(f"{k} x{v}" for k, v in errors.most_common()),
         "requests": len(latencies),
     }
 
@@ -198,6 +202,7 @@ def main() -> int:
             print(
                 f"  {count} worker(s), {c} connection(s): {r['rps']:6.1f} rps  p50 {r['p50']:6.1f} ms  "
                 f"p99 {r['p99']:7.1f} ms  max {r['max']:7.1f} ms  errors {r['errors']}"
+                + (f" ({r['failures']})" if r["errors"] else "")
             )
         ratio = points[8]["rps"] / points[1]["rps"]
         p99 = points[8]["p99"]

@@ -1,0 +1,138 @@
+"""The web tier's workers reuse their PostgreSQL connections (issue 18: a new connection with its password check
+cost ~13 ms, as much as the job list itself) and never pile them up: a burst of parallel requests all succeed
+("sorry, too many clients already" answered 500s when finished requests' threads kept theirs), and a second burst
+opens no new connection. PostgreSQL only (``DATABASE_URL``); the database is the test's own.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+WORKERS = 2
+POOL = 2
+URL = os.environ.get("DATABASE_URL", "")
+if not URL.startswith(("postgres://", "postgresql://")):
+    pytest.skip("needs PostgreSQL (DATABASE_URL)", allow_module_level=True)
+
+SETUP = """
+from django.contrib.auth import get_user_model
+from accounts.authentication import issue_token
+from jobs.models import Job
+alice = get_user_model().objects.create(username="alice")
+for i in range(30):
+    Job.objects.create(name=f"job-{i}", owner=alice, spec={})
+print("TOKEN", issue_token(alice, "t")[1])
+"""
+
+
+def _admin(sql: str, params: tuple = ()) -> list[tuple]:
+    import psycopg
+
+    base = URL.rpartition("/")[0]
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        cursor = conn.execute(sql, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+@pytest.fixture
+def tier(tmp_path):
+    name = f"{URL.rpartition('/')[2]}_webpool"
+    _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    _admin(f'CREATE DATABASE "{name}"')
+    env = {
+        **os.environ,
+        "RLARK_VAR_DIR": str(tmp_path / "var"),
+        "DATABASE_URL": f"{URL.rpartition('/')[0]}/{name}",
+        "DEBUG": "0",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "RLARK_DB_POOL": str(POOL),
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.pop("REDIS_URL", None)
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "--noinput", "-v0"], env=env, cwd=ROOT, check=True, timeout=300)
+    out = subprocess.run(
+        [*manage, "shell", "-c", SETUP], env=env, cwd=ROOT, check=True, timeout=120, capture_output=True, text=True
+    ).stdout
+    token = out.split("TOKEN", 1)[1].split()[0]
+    port = free_port()
+    log = open(tmp_path / "web.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [*manage, "serve_web", "--port", str(port), "--workers", str(WORKERS)],
+        env=env,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            urllib.request.urlopen(base + "/login/", timeout=2).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise RuntimeError((tmp_path / "web.log").read_text()[-3000:]) from None
+            time.sleep(0.3)
+    try:
+        yield base, token, name, tmp_path / "web.log"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait(timeout=10)
+        log.close()
+        _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _burst(base: str, token: str, requests: int = 120, parallel: int = 8) -> list[int]:
+    lock = threading.Lock()
+    statuses: list[int] = []
+
+    def one(_: int) -> None:
+        request = urllib.request.Request(base + "/api/v1/jobs/?limit=20", headers={"Authorization": f"Token {token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                response.read()
+                status = response.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        with lock:
+            statuses.append(status)
+
+    with ThreadPoolExecutor(parallel) as pool:
+        list(pool.map(one, range(requests)))
+    return statuses
+
+
+def _backends(name: str) -> set[int]:
+    return {pid for (pid,) in _admin("SELECT pid FROM pg_stat_activity WHERE datname = %s", (name,))}
+
+
+def test_parallel_requests_reuse_a_bounded_set_of_connections(tier):
+    base, token, name, log = tier
+    first = _burst(base, token)
+    assert first == [200] * len(first), log.read_text()[-3000:]
+    warm = _backends(name)
+    assert 1 <= len(warm) <= WORKERS * POOL, warm
+    second = _burst(base, token)
+    assert second == [200] * len(second), log.read_text()[-3000:]
+    after = _backends(name)
+    assert after <= warm, f"new connections opened for the second burst: {after - warm}"
