@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -27,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.quick import quick_defaults, start_local_console  # noqa: E402
+from tests.processes import stop_group  # noqa: E402
 
 
 def main() -> int:
@@ -128,11 +128,7 @@ def main() -> int:
         print(f"stop -> no process left        : {stop_seconds:9.1f} s    target <= 10 s ({len(left)} left)")
         result = 0 if "done" in marks and not left else 1
     finally:
-        sup.terminate()
-        try:
-            sup.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(sup.pid, 9)
+        stop_group(sup, timeout=60)
         shutil.rmtree(tmp, ignore_errors=True)
     return result
 

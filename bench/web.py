@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.quick import quick_defaults  # noqa: E402
+from tests.processes import stop_group  # noqa: E402
 
 URL = "/api/v1/jobs/?limit=20"
 SEED = """
@@ -95,12 +96,7 @@ def start_tier(env: dict, workers: int, log: Path) -> tuple[subprocess.Popen, in
 
 
 def stop_tier(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        proc.wait(timeout=10)
+    stop_group(proc)
 
 
 def load(port: int, token: str, connections: int, seconds: float) -> dict:

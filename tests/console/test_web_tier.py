@@ -24,6 +24,7 @@ import pytest
 from rlark_console.webserver import default_workers
 from tests.conftest import free_port
 from tests.fake_k8s.server import FakeKubernetes
+from tests.processes import stop_group
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,12 +105,7 @@ def web(tmp_path_factory):
                 raise RuntimeError((tmp_path / "web.log").read_text()[-3000:]) from None
             time.sleep(0.3)
     yield base, admin_token, alice_token
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        proc.wait(timeout=10)
+    stop_group(proc)
     log.close()
 
 

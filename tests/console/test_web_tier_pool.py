@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import free_port
+from tests.processes import stop_group
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,12 +93,7 @@ def tier(tmp_path):
     try:
         yield base, token, name, tmp_path / "web.log"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait(timeout=10)
+        stop_group(proc)
         log.close()
         _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
