@@ -21,6 +21,7 @@ from __future__ import annotations
 import ipaddress
 import time
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 
 from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Q
@@ -261,26 +262,43 @@ def release(domain: Domain, pod_key: str) -> bool:
     return bool(deleted)
 
 
-def release_missing(domain: Domain, live_pod_keys: Iterable[str]) -> list[str]:
+def release_missing(
+    domain: Domain, live_pod_keys: Iterable[str], jobs: Iterable[str] | None = None, before: datetime | None = None
+) -> list[str]:
     """Free every address of ``domain`` whose Pod key is not in ``live_pod_keys`` (the sync's view of the
-    Pods that still exist, running or restarting). Returns the released Pod keys, sorted."""
+    Pods that still exist, running or restarting). Returns the released Pod keys, sorted.
+
+    ``jobs``: only addresses held for these job names may go (the console's jobs: an address an administrator
+    entered for another name stays). ``before``: only addresses allocated before this time may go (the caller's
+    view was taken then: an address allocated since, for a Pod it could not see, stays). Both are applied under
+    the domain's lock, so an allocation made while the caller looked is never freed by mistake."""
     live = set(live_pod_keys)
     with transaction.atomic():
         Domain.objects.select_for_update().filter(pk=domain.pk).first()
         stale = IPAllocation.objects.filter(domain=domain).exclude(pod_key__in=live)
+        if jobs is not None:
+            stale = stale.filter(job__in=set(jobs))
+        if before is not None:
+            stale = stale.filter(created_at__lt=before)
         keys = sorted(stale.values_list("pod_key", flat=True))
         stale.delete()
     return keys
 
 
-def sync_domain(domain: Domain, live_pods: dict[str, tuple[str, str]], keep: Iterable[str] = ()) -> dict[str, str]:
+def sync_domain(
+    domain: Domain,
+    live_pods: dict[str, tuple[str, str]],
+    keep: Iterable[str] = (),
+    jobs: Iterable[str] | None = None,
+    before: datetime | None = None,
+) -> dict[str, str]:
     """One reconcile pass for the sync (upstream 12.2, "RLark Console goes further": deterministic across
     clusters). ``live_pods`` maps every existing Pod key (``<cluster>/<namespace>/<pod>``) that uses the domain
-    to ``(job, task)``. Addresses of Pods no longer listed are released, then Pods are allocated in sorted key
-    order (cluster, namespace, pod), each keeping its address. Returns ``{pod_key: ip}``; a Pod that cannot get
-    an address (domain full) is left out. ``keep``: more Pod keys whose addresses must not be released
-    (Pods this pass knows nothing about)."""
-    release_missing(domain, set(live_pods) | set(keep))
+    to ``(job, task)``. Addresses of Pods no longer listed are released (``jobs``, ``before``: see
+    :func:`release_missing`), then Pods are allocated in sorted key order (cluster, namespace, pod), each keeping
+    its address. Returns ``{pod_key: ip}``; a Pod that cannot get an address (domain full) is left out. ``keep``:
+    more Pod keys whose addresses must not be released (Pods this pass knows nothing about)."""
+    release_missing(domain, set(live_pods) | set(keep), jobs=jobs, before=before)
     out: dict[str, str] = {}
     for key in sorted(live_pods):
         job, task = live_pods[key]

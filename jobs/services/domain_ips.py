@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.utils import timezone
+
 from domains import dataplane
 from domains import services as domain_services
 from domains.models import Domain
@@ -32,6 +34,7 @@ def assign(jobs: list[Job], *, full: bool) -> int:
     (entered by an administrator) are left alone. Otherwise (one job after an action) addresses are
     only added. Returns the number of Pod rows whose ``domain_ip`` changed.
     """
+    as_of = timezone.now()  # what this pass sees; an address allocated after it is not this pass's to free
     domain_of = {job.pk: str((job.spec or {}).get("spec", {}).get("domain") or "") for job in jobs}
     live: dict[str, dict[str, tuple[str, str]]] = defaultdict(dict)
     pods_by_key: dict[str, Pod] = {}
@@ -48,9 +51,8 @@ def assign(jobs: list[Job], *, full: bool) -> int:
     known_jobs = set(Job.objects.values_list("name", flat=True)) if full else set()
     for domain in domains:
         members = live.get(domain.name, {})
-        if full:
-            foreign = domain.allocations.exclude(job__in=known_jobs).values_list("pod_key", flat=True)
-            ips.update(domain_services.sync_domain(domain, members, keep=foreign))
+        if full:  # addresses held for names that are no console job stay (checked under the domain's lock)
+            ips.update(domain_services.sync_domain(domain, members, jobs=known_jobs, before=as_of))
         else:
             for key, (job_name, task_name) in sorted(members.items()):
                 try:
