@@ -120,10 +120,12 @@ DATABASES = {
         conn_max_age=0,
     )
 }
-# A pool of database connections per process (psycopg_pool; Django's "pool" option), at most RLARK_DB_POOL of them.
-# The web tier's workers use one (rlark_console/webserver.py): a new PostgreSQL connection with its password check
-# costs ~13 ms, as much as a job list itself. Django runs each ASGI request in a thread of its own, so persistent
-# connections (CONN_MAX_AGE) would be left behind by every finished request's thread; a pool takes them back.
+# A pool of database connections per process (psycopg_pool; Django's "pool" option), at most RLARK_DB_POOL of them;
+# off by default. It spares each request a new PostgreSQL connection (~13 ms with its password check): the web tier
+# serves the job list twice as fast with it (bench/web.py). Off because in the browser suite a web worker's pool of 4
+# ran dry (PoolTimeout after 10 s) while long requests held connections; not diagnosed yet. Persistent connections
+# (CONN_MAX_AGE) are no alternative: Django runs each ASGI request in a thread of its own, and every finished
+# request's thread kept its connection ("too many clients").
 DB_POOL = max(0, int(os.environ.get("RLARK_DB_POOL", "0") or 0))
 if DB_POOL and DATABASES["default"]["ENGINE"].endswith("postgresql"):
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": DB_POOL, "timeout": 10}

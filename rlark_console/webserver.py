@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 MAX_WORKERS = 8
-DB_POOL = 4  # database connections a worker keeps in its pool (``RLARK_DB_POOL`` overrides; 0: one per request)
 STOP_TIMEOUT = 15.0
 
 
@@ -67,7 +66,6 @@ class WebTier:
     def start(self, slot: int) -> None:
         fd = self.sock.fileno()
         env = {**os.environ, "RLARK_WEB_TIER": "1"}  # settings: one cache shared by the workers (login rate limit)
-        env.setdefault("RLARK_DB_POOL", str(DB_POOL))  # each worker reuses its database connections
         self.children[slot] = subprocess.Popen(daphne_command(fd), pass_fds=(fd,), cwd=self.cwd, env=env)
 
     def run(self) -> None:
