@@ -10,15 +10,13 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
-from tests.processes import stop_group
+from tests.processes import start_web_tier, stop_group
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,27 +67,7 @@ def tier(tmp_path):
         [*manage, "shell", "-c", SETUP], env=env, cwd=ROOT, check=True, timeout=120, capture_output=True, text=True
     ).stdout
     token = out.split("TOKEN", 1)[1].split()[0]
-    port = free_port()
-    log = open(tmp_path / "web.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [*manage, "serve_web", "--port", str(port), "--workers", str(WORKERS)],
-        env=env,
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            urllib.request.urlopen(base + "/login/", timeout=2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                raise RuntimeError((tmp_path / "web.log").read_text()[-3000:]) from None
-            time.sleep(0.3)
+    proc, base, log = start_web_tier(manage, env, ROOT, tmp_path / "web.log", WORKERS)
     try:
         yield base, token, name, tmp_path / "web.log"
     finally:
