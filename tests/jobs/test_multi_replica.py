@@ -5,8 +5,9 @@ one Redis, as in production. 50 concurrent start / stop / edit actions hit one K
 server, which here only has to be one shared data plane for all processes). When everything has settled:
 
 - every action was answered 200 and bumped the generation exactly once (final generation = initial + 50);
-- the reconciles applied the final desired state: observed generation = generation, exactly one StatefulSet per
-  Task of the final document, each with the right replicas (0 when the job ended stopped);
+- the reconciles applied the final desired state: observed generation = generation; running, exactly one
+  StatefulSet per Task of the final document with its replicas; stopped, no StatefulSet of a removed Task and
+  every one left at 0 replicas (a Task added while stopped has none yet);
 - no lost update: every annotation that a successful edit added is in the stored document (edits of different
   fields, merged concurrently), and ``spec.stopped`` agrees with the job's state.
 
@@ -239,6 +240,10 @@ def test_50_concurrent_actions_on_one_job_across_two_web_and_two_workers(stack):
     assert set(state["tasks"]) == set(wanted)
     time.sleep(1)  # let the last scale reach the fake
     sets = {s["metadata"]["name"]: s["spec"]["replicas"] for s in fake.list("statefulsets", NS, "rlinf.io/job=mp")}
-    assert set(sets) == set(wanted), (sets, wanted)  # exactly one StatefulSet per Task, none left over
-    for name, replicas in wanted.items():
-        assert sets[name] == (0 if state["stopped"] else replicas), (name, sets, wanted, state["stopped"])
+    if state["stopped"]:
+        # stopped: every StatefulSet left is scaled to 0, none of a removed Task; a Task added while the job was
+        # stopped has none (nothing to scale down; the next start creates it)
+        assert set(sets) <= set(wanted), (sets, wanted)
+        assert all(replicas == 0 for replicas in sets.values()), sets
+    else:
+        assert sets == wanted, (sets, wanted)  # exactly one StatefulSet per Task, none left over
