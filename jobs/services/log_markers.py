@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ahocorasick_rs import AhoCorasick
+
 # --- the status sync's markers ------------------------------------------------------------------------------
 
 RUN_EXIT = re.compile(r"Run script exited with code (-?\d+)")
@@ -300,6 +302,27 @@ def _line_index(hay: str, starts: set[int]) -> dict[int, int]:
     return index
 
 
+# One Aho-Corasick automaton per searched text (``ahocorasick_rs``: every literal found in one pass over the text
+# in Rust, ~3.5x faster than one ``str.find`` pass per literal): the scan's literals over the log as it is, the
+# error and signature words over its lowered copy; a word's kind says which candidate sets its line joins.
+_SCAN_SEARCH = AhoCorasick(list(SCAN_LITERALS))
+_LOW_WORDS = (*_BOTH_WORDS, *_ERROR_ONLY, *_SIGNATURE_ONLY)
+_LOW_SEARCH = AhoCorasick(list(_LOW_WORDS))
+_ERROR_KIND, _SIGNATURE_KIND = 1, 2
+_LOW_KINDS = tuple(
+    (_ERROR_KIND if w in ERROR_WORDS else 0) | (_SIGNATURE_KIND if w in SIGNATURE_WORDS else 0) for w in _LOW_WORDS
+)
+
+
+def _matched_line_starts(hay: str, search: AhoCorasick) -> list[tuple[int, int]]:
+    """(pattern index, start offset of its line) of every match of ``search`` in ``hay`` (overlapping ones too,
+    so no literal hides another), one per pattern and line."""
+    seen: set[tuple[int, int]] = set()
+    for index, start, _end in search.find_matches_as_indexes(hay, overlapping=True):
+        seen.add((index, hay.rfind("\n", 0, start) + 1))
+    return list(seen)
+
+
 def candidates(lines: list[str]) -> tuple[set[int], set[int], set[int]]:
     """0-based indices of the ``lines`` that may hold (1) what the scan counts (``SCAN_LITERALS``), (2) an error
     or a marker, (3) one of the diagnosis's text signatures (``SIGNATURES``). No other line can (the one-search
@@ -310,10 +333,15 @@ def candidates(lines: list[str]) -> tuple[set[int], set[int], set[int]]:
     else:  # lowering may change lengths: lowered line by line; every non-ASCII line is a candidate
         low = "\n".join(line.lower() for line in lines)
         other = {i for i, line in enumerate(lines) if not line.isascii()}
-    scan_at = _line_starts(hay, SCAN_LITERALS)
-    shared_at = _line_starts(low, _BOTH_WORDS)  # searched once for both sets
-    error_at = _line_starts(low, _ERROR_ONLY) | shared_at
-    signature_at = _line_starts(low, _SIGNATURE_ONLY) | shared_at
+    scan_at = {start for _, start in _matched_line_starts(hay, _SCAN_SEARCH)}
+    error_at: set[int] = set()
+    signature_at: set[int] = set()
+    for word, start in _matched_line_starts(low, _LOW_SEARCH):
+        kind = _LOW_KINDS[word]
+        if kind & _ERROR_KIND:
+            error_at.add(start)
+        if kind & _SIGNATURE_KIND:
+            signature_at.add(start)
     index = _line_index(hay, scan_at)
     low_index = _line_index(low, error_at | signature_at)
     scan = {index[at] for at in scan_at}
@@ -562,11 +590,21 @@ class ScanState:
         return self
 
     def _match_patterns(self, lines: list[str], base: int) -> None:
+        hay = None
         for pattern, hit in self.patterns.items():
             if hit is not None:
                 continue
-            regex = _user_regex(pattern)
-            found = next((i for i, text in enumerate(lines) if regex.search(text)), None)
+            if _literal(pattern):  # e.g. the default progress pattern "Global Step": one find over the text
+                hay = "\n".join(lines) if hay is None else hay
+                at = hay.find(pattern)
+                found = hay.count("\n", 0, at) if at != -1 else None
+            else:
+                regex, first = _user_regex(pattern), 0
+                if prefix := _literal_prefix(pattern):  # every match holds it: no line before its first can match
+                    hay = "\n".join(lines) if hay is None else hay
+                    at = hay.find(prefix)
+                    first = hay.count("\n", 0, at) if at != -1 else len(lines)
+                found = next((i for i in range(first, len(lines)) if regex.search(lines[i])), None)
             if found is not None:
                 self.patterns[pattern] = [base + found + 1, lines[found][:KEEP_LINE]]
 
@@ -699,6 +737,29 @@ def json_copy(data: Any) -> Any:
 
 
 _REGEX_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+_REGEX_SPECIAL = frozenset(".^$*+?{}[]\\|()\n\r")
+
+
+def _literal(pattern: str) -> bool:
+    """``pattern`` is a regex that matches only its own text (no special character, no line break), so a plain
+    substring search finds the same lines."""
+    return bool(pattern) and not _REGEX_SPECIAL.intersection(pattern)
+
+
+def _literal_prefix(pattern: str) -> str:
+    """The literal text every match of the user regex ``pattern`` starts with ("" when it has an alternation or
+    starts with a special character), e.g. ``"RLinf is running on a cluster with "`` of the default app
+    pattern: a line without it cannot match, so one search of the text skips the lines before its first."""
+    if "|" in pattern:
+        return ""
+    end = 0
+    while end < len(pattern) and pattern[end] not in _REGEX_SPECIAL:
+        end += 1
+    if end < len(pattern) and pattern[end] in "*?{":  # the last character is optional
+        end -= 1
+    return pattern[:end] if end >= 3 else ""
 
 
 def _user_regex(pattern: str) -> re.Pattern[str]:

@@ -75,3 +75,28 @@ def test_candidate_lines_hold_every_line_the_full_patterns_match():
     assert counted == scan and errors <= errors_found and signatures <= signatures_found
     plain = LINES.index("step 17: generated 512 sequences in 0.17 s, kv-cache 71%")
     assert plain not in scan | errors_found | signatures_found
+
+
+@pytest.mark.parametrize(
+    "pattern", ["Global Step", "command not found", "训练", "a-b #1", "exited with code 3", "nowhere"]
+)
+def test_a_literal_pattern_found_by_one_search_hits_the_line_a_regex_hits(pattern):
+    state = lm.ScanState([pattern]).feed("\n".join(LINES) + "\n")
+    regex = lm._user_regex(pattern)
+    first = next((i for i, line in enumerate(LINES) if regex.search(line)), None)
+    assert lm._literal(pattern)
+    assert state.patterns[pattern] == (None if first is None else [first + 1, LINES[first]])
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"exited with code \d+", r"Ray cluster is ready\.", "Run script exited with codes? 3", r"NCCL WARN|Traceback",
+     r"(?i)killed by", r"Waiting for \d+ nodes", "foo(", r"absent \d+", r"Global Step: \d+/100"],
+)  # fmt: skip
+def test_a_regex_with_a_literal_start_hits_the_line_a_full_search_hits(pattern):
+    state = lm.ScanState([pattern]).feed("\n".join(LINES) + "\n")
+    regex = lm._user_regex(pattern)
+    first = next((i for i, line in enumerate(LINES) if regex.search(line)), None)
+    assert state.patterns[pattern] == (None if first is None else [first + 1, LINES[first]])
+    prefix = lm._literal_prefix(pattern)
+    assert all(prefix in line for line in LINES if regex.search(line))  # the prefix is in every matching line
