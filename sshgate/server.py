@@ -30,6 +30,7 @@ import asyncssh
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
+from rlark_console.db_threads import in_thread
 from sshgate import access, hostkeys, sessions
 from sshgate.agent import agent_argv
 from sshgate.workerio import AgentError, AgentLink, WorkerStream
@@ -114,7 +115,7 @@ class WorkerTunnel(asyncssh.SSHTCPSession):
         for data in self.buffer:
             self.pipe.transport.write(data)
         self.buffer.clear()
-        key = await asyncio.to_thread(hostkeys.worker_key, self.target.pod)
+        key = await in_thread(hostkeys.worker_key, self.target.pod)
         conf = _settings()
         try:
             await asyncssh.run_server(
@@ -338,7 +339,7 @@ class WorkerServer(_KeysOnly):
     # --- exec through the runtime -------------------------------------------------------------------------
     async def open_stream(self, argv: list[str]) -> WorkerStream:
         """A :class:`WorkerStream` on ``argv`` in the Worker (closed with the connection)."""
-        raw = await asyncio.to_thread(self.runtime.exec, self.target.namespace, self.target.pod, argv)
+        raw = await in_thread(self.runtime.exec, self.target.namespace, self.target.pod, argv)
         stream = WorkerStream(raw, asyncio.get_running_loop(), self.target.pod)
         self.streams.add(stream)
         return stream
@@ -587,7 +588,7 @@ class Gate:
         closed = await db(sessions.close_stale)
         if closed:
             logger.info("ssh: closed %d session rows a previous bastion left open", closed)
-        key = await asyncio.to_thread(hostkeys.bastion_key)
+        key = await in_thread(hostkeys.bastion_key)
         self.listener = await asyncssh.listen(
             self.host,
             self.port,

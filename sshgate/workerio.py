@@ -13,6 +13,7 @@ import threading
 from collections.abc import AsyncIterator
 
 from clusters.runtime.base import ExecStream
+from rlark_console.db_threads import in_thread
 
 QUEUE_CHUNKS = 32
 READ_TIMEOUT = 0.2  # s per blocking read of the exec stream; bounds how fast a close is noticed
@@ -77,7 +78,7 @@ class WorkerStream:
 
     async def resize(self, rows: int, cols: int) -> None:
         if rows > 0 and cols > 0:
-            await asyncio.to_thread(self.stream.resize, rows, cols)
+            await in_thread(self.stream.resize, rows, cols)
 
     @property
     def exit_code(self) -> int | None:
@@ -92,7 +93,7 @@ class WorkerStream:
             self._in.put_nowait(None)
         except asyncio.QueueFull:
             pass  # the writer sees _closed after its current chunk
-        await asyncio.to_thread(self.stream.close)
+        await in_thread(self.stream.close)
 
 
 class AgentError(Exception):

@@ -30,6 +30,7 @@ from django.utils.translation import gettext as _
 
 from accounts.clientaddr import scope_address
 from clusters.runtime.base import PodNotFound, RuntimeFailure
+from rlark_console.db_threads import in_thread
 from terminal.services import access, logs, sessions, transfer, user_sessions
 from terminal.services.runtimes import runtime_for
 from terminal.services.scope_language import scope_language
@@ -140,7 +141,7 @@ class LogsConsumer(_JobSocket):
             pass
 
     async def _refresh_targets(self) -> None:
-        self.targets, warnings = await asyncio.to_thread(logs.resolve_targets, self.layout)
+        self.targets, warnings = await in_thread(logs.resolve_targets, self.layout)
         await self.send_json(
             {
                 "type": "targets",
@@ -246,7 +247,7 @@ class LogsConsumer(_JobSocket):
             return batch, batch.payload()
 
         try:
-            batch, payload = await asyncio.to_thread(work)
+            batch, payload = await in_thread(work)
         except RuntimeFailure:
             return
         await self.send_json(
@@ -270,7 +271,7 @@ class LogsConsumer(_JobSocket):
             return batch
 
         try:
-            return await asyncio.to_thread(work), None
+            return await in_thread(work), None
         except RuntimeFailure as exc:
             return None, exc
 
@@ -366,7 +367,7 @@ class TerminalConsumer(_JobSocket):
         if job is None:
             return
         layout = await database_sync_to_async(logs.load_layout)(job)
-        targets, _warnings = await asyncio.to_thread(logs.resolve_targets, layout)
+        targets, _warnings = await in_thread(logs.resolve_targets, layout)
         await self.accept()
         target = next((t for t in targets if t.pod == self.pod_name), None)
         if target is None or not target.exists:
@@ -393,9 +394,7 @@ class TerminalConsumer(_JobSocket):
         self.target = target
         self.runtime = runtime_for(target.cluster)
         try:
-            self.stream = await asyncio.to_thread(
-                self.runtime.exec, target.namespace, target.pod, None, **self.exec_kwargs
-            )
+            self.stream = await in_thread(self.runtime.exec, target.namespace, target.pod, None, **self.exec_kwargs)
         except PodNotFound as exc:
             await self._finish(access.CLOSE_GONE, str(exc))
             return
@@ -469,7 +468,7 @@ class TerminalConsumer(_JobSocket):
                         del self.parked_output[: len(self.parked_output) - PARK_BUFFER]
                     continue
                 _parked.pop(self.resume_token, None)
-                code = await asyncio.to_thread(self._exit_code) if kind == "eof" else None
+                code = await in_thread(self._exit_code) if kind == "eof" else None
                 await self._cleanup("the shell ended while the browser was away", code)
                 return
         except asyncio.CancelledError:
@@ -545,7 +544,7 @@ class TerminalConsumer(_JobSocket):
                         # frame_interval); interactive echo (queue empty) is never delayed
                         await asyncio.sleep(self.frame_interval)
                 elif kind == "eof":
-                    code = await asyncio.to_thread(self._exit_code)
+                    code = await in_thread(self._exit_code)
                     reason = f"terminal exited with code {code}" if code is not None else "terminal session ended"
                     await self._finish(1000, reason, code)
                     return
@@ -673,7 +672,7 @@ class TerminalConsumer(_JobSocket):
                 return
         self.last_input = time.monotonic()
         try:
-            stream = await asyncio.to_thread(
+            stream = await in_thread(
                 self.runtime.exec,
                 self.target.namespace,
                 self.target.pod,
@@ -731,10 +730,10 @@ class TerminalConsumer(_JobSocket):
         if up.stream is not None:
             timeout = 30 + up.expected / (1024 * 1024)
             if up.error is None:
-                await asyncio.to_thread(up.reader.join, timeout)
-            await asyncio.to_thread(up.stream.close)
+                await in_thread(up.reader.join, timeout)
+            await in_thread(up.stream.close)
             stream, up.stream = up.stream, None
-            await asyncio.to_thread(up.reader.join, 2)
+            await in_thread(up.reader.join, 2)
             if up.error is None:
                 out = bytes(up.output)
                 if b"RLARK-OK" not in out:
@@ -758,7 +757,7 @@ class TerminalConsumer(_JobSocket):
             await self._transfer_done(False, str(exc))
             return
         try:
-            stream = await asyncio.to_thread(
+            stream = await in_thread(
                 self.runtime.exec,
                 self.target.namespace,
                 self.target.pod,
@@ -775,7 +774,7 @@ class TerminalConsumer(_JobSocket):
             async with self.send_lock:  # no terminal bytes between file-download-start and -end
                 deadline = time.monotonic() + 15
                 while not parser.done:
-                    data = await asyncio.to_thread(stream.read, 0.5)
+                    data = await in_thread(stream.read, 0.5)
                     if data is None:
                         if not started and time.monotonic() > deadline:
                             error = "the download did not start"
@@ -796,7 +795,7 @@ class TerminalConsumer(_JobSocket):
                 if started:
                     await self.send_json({"type": "file-download-end"})
         finally:
-            await asyncio.to_thread(stream.close)
+            await in_thread(stream.close)
         await self._transfer_done(error is None, error)
 
     # --- teardown -----------------------------------------------------------------------
@@ -826,15 +825,15 @@ class TerminalConsumer(_JobSocket):
             if task is not None and task is not current and not task.done():
                 task.cancel()
         if self.upload is not None and self.upload.stream is not None:
-            await asyncio.to_thread(self.upload.stream.close)
+            await in_thread(self.upload.stream.close)
             self.upload = None
         if self.stream is not None:
-            await asyncio.to_thread(self.stream.close)
+            await in_thread(self.stream.close)
             if exit_code is None:
                 exit_code = self.stream.exit_code
             reader = getattr(self, "reader", None)
             if reader is not None:
-                await asyncio.to_thread(reader.join, 2)
+                await in_thread(reader.join, 2)
             self.io.shutdown(wait=False)
         if self.session is not None:
             await database_sync_to_async(sessions.close_session)(self.session, exit_code, reason)

@@ -3,7 +3,6 @@ and the WebTerminal page. Views are thin; rules live in ``terminal.services``.""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 
 from asgiref.sync import sync_to_async
@@ -14,6 +13,7 @@ from django.utils.translation import gettext as _
 
 from accounts.policy import get_job_for
 from clusters.runtime.base import PodNotFound, RuntimeFailure
+from rlark_console.db_threads import in_thread, release_connections
 from terminal.services import logs
 from terminal.services.panel import logs_panel_context, terminal_context
 
@@ -48,13 +48,13 @@ async def download_log(request, job: str):
     pod = request.GET.get("pod", "")
     previous = request.GET.get("previous") == "1"
     layout = await sync_to_async(logs.load_layout)(job_obj)
-    targets, _warnings = await asyncio.to_thread(logs.resolve_targets, layout)
+    targets, _warnings = await in_thread(logs.resolve_targets, layout)
     target = next((t for t in targets if t.pod == pod), None)
     if target is None:
         raise Http404("pod not found")
     target = target.with_container(request.GET.get("container", "main"))  # issue 14.6b
     try:
-        first, rest = await asyncio.to_thread(logs.open_download, target, previous)
+        first, rest = await in_thread(logs.open_download, target, previous)
     except PodNotFound:
         return HttpResponse(
             _("Pod %(pod)s no longer exists; its logs are no longer available.") % {"pod": pod},
@@ -67,17 +67,19 @@ async def download_log(request, job: str):
             return HttpResponse(msg, status=404, content_type="text/plain; charset=utf-8")
         return HttpResponse(str(exc), status=502, content_type="text/plain; charset=utf-8")
 
+    await sync_to_async(release_connections)()  # the stream reads the runtime: no pooled connection held for it
+
     async def body() -> AsyncIterator[bytes]:
         try:
             if first:
                 yield first
             while True:
-                chunk = await asyncio.to_thread(next, rest, None)
+                chunk = await in_thread(next, rest, None)
                 if chunk is None:
                     return
                 yield chunk
         finally:
-            await asyncio.to_thread(_close_quietly, rest)
+            await in_thread(_close_quietly, rest)
 
     response = StreamingHttpResponse(body(), content_type="text/plain; charset=utf-8")
     name = logs.download_filename(job_obj.name, target.role, target.pod, previous=previous)

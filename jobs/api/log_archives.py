@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from accounts import policy
 from jobs.services import log_archive
+from rlark_console.db_threads import release_connections
 
 
 def visible_archives(user) -> list[dict]:
@@ -38,6 +39,7 @@ def archive_response(user, archive_id: str, pod: str, previous: bool):
     path = log_archive.find("", pod, previous, base=base) if base and pod else None
     if path is None or not any(f["pod"] == pod and f["previous"] == previous for f in entry["files"]):
         return HttpResponse("no such archived log\n", status=404, content_type="text/plain; charset=utf-8")
+    release_connections()  # the stream reads a file: no pooled connection held for its length
     response = StreamingHttpResponse(log_archive.chunks(path), content_type="text/plain; charset=utf-8")
     name = f"{entry['job']}-{pod}{'-previous' if previous else ''}.log"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
