@@ -120,13 +120,18 @@ DATABASES = {
         conn_max_age=0,
     )
 }
-# A pool of database connections per process (psycopg_pool; Django's "pool" option), at most RLARK_DB_POOL of them;
-# off by default. It spares each request a new PostgreSQL connection (~13 ms with its password check): the web tier
-# serves the job list twice as fast with it (bench/web.py). Off because in the browser suite a web worker's pool of 4
-# ran dry (PoolTimeout after 10 s) while long requests held connections; not diagnosed yet. Persistent connections
+# A pool of database connections per process (psycopg_pool; Django's "pool" option), at most RLARK_DB_POOL of them.
+# It spares each request a new PostgreSQL connection (~13 ms with its password check): the web tier serves the job
+# list twice as fast with it (bench/web.py). Default: 4 in the web tier's daphne workers (RLARK_WEB_TIER=1), none
+# elsewhere (Celery threads and management commands open one per task). Blocking work of async code goes through
+# rlark_console.db_threads.in_thread, which gives back what it opened on its thread: asyncio.to_thread kept those
+# connections, and a pool ran dry (PoolTimeout, tests/console/test_db_threads.py). Persistent connections
 # (CONN_MAX_AGE) are no alternative: Django runs each ASGI request in a thread of its own, and every finished
 # request's thread kept its connection ("too many clients").
-DB_POOL = max(0, int(os.environ.get("RLARK_DB_POOL", "0") or 0))
+WEB_TIER_POOL = 4
+DB_POOL = max(
+    0, int(os.environ.get("RLARK_DB_POOL", WEB_TIER_POOL if os.environ.get("RLARK_WEB_TIER") == "1" else 0) or 0)
+)
 if DB_POOL and DATABASES["default"]["ENGINE"].endswith("postgresql"):
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": DB_POOL, "timeout": 10}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):

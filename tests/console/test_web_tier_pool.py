@@ -110,3 +110,21 @@ def test_parallel_requests_reuse_a_bounded_set_of_connections(tier):
     assert second == [200] * len(second), log.read_text()[-3000:]
     after = _backends(name)
     assert after <= warm, f"new connections opened for the second burst: {after - warm}"
+
+
+def test_the_web_tier_pools_by_default_and_other_processes_do_not():
+    code = "from django.conf import settings; print(settings.DATABASES['default'].get('OPTIONS', {}).get('pool'))"
+
+    def pool(**extra: str) -> str:
+        env = {k: v for k, v in os.environ.items() if k not in ("RLARK_DB_POOL", "RLARK_WEB_TIER")}
+        env.update(DJANGO_SETTINGS_MODULE="rlark_console.settings", **extra)
+        out = subprocess.run(
+            [sys.executable, "-c", "import django; django.setup(); " + code],
+            env=env, cwd=ROOT, check=True, timeout=120, capture_output=True, text=True,
+        )  # fmt: skip
+        return out.stdout.strip().splitlines()[-1]
+
+    assert "'max_size': 4" in pool(RLARK_WEB_TIER="1")  # what serve_web's daphne workers get
+    assert pool() == "None"  # Celery, beat, management commands: one connection per task or command
+    assert "'max_size': 2" in pool(RLARK_WEB_TIER="1", RLARK_DB_POOL="2")
+    assert pool(RLARK_WEB_TIER="1", RLARK_DB_POOL="0") == "None"
