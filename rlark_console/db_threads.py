@@ -21,11 +21,19 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+def _close_outside_transactions() -> None:
+    """Close this thread's connections (Django keeps them per thread) that are not inside ``atomic()``: one in a
+    transaction stays as it is (closing it would break the transaction; a test's own runs in one)."""
+    for conn in connections.all(initialized_only=True):
+        if not conn.in_atomic_block:
+            conn.close()
+
+
 def _closing(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     try:
         return fn(*args, **kwargs)
     finally:
-        connections.close_all()  # this thread's connections only (Django keeps them per thread)
+        _close_outside_transactions()
 
 
 async def in_thread(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -37,5 +45,6 @@ async def in_thread(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) ->
 def release_connections() -> None:
     """Close this thread's database connections now (back to the pool, if there is one); the next query opens
     one again. Called before a response that streams for long (a whole log), which would otherwise hold a
-    pooled connection until its last byte, since Django closes them only when the request has finished."""
-    connections.close_all()
+    pooled connection until its last byte, since Django closes them only when the request has finished. A
+    connection inside ``atomic()`` is left open."""
+    _close_outside_transactions()

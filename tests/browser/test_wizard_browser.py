@@ -34,6 +34,18 @@ def at_step(page: Page, n: int) -> None:
     expect(page.locator("[data-testid=wizard]")).to_have_attribute("data-step", str(n))
 
 
+def click_and_settle(page: Page, selector: str) -> None:
+    """Click ``selector`` and wait until htmx has swapped in and settled the reply: a click that keeps the wizard
+    on its step cannot be told from the page before by the step alone, and keys typed before the swap land in
+    the replaced form."""
+    page.evaluate(
+        "() => { window.__wzSettled = false; document.body.addEventListener('htmx:afterSettle',"
+        " () => { window.__wzSettled = true; }, {once: true}); }"
+    )
+    page.click(selector)
+    page.wait_for_function("() => window.__wzSettled === true", timeout=15000)
+
+
 def shot(page: Page, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / name), full_page=True)
@@ -150,7 +162,7 @@ def test_step2_worker_config(console_server, page):
     step1(page, console_server, f"wz2-{uuid.uuid4().hex[:6]}")
     page.click("[data-testid=next]")
     at_step(page, 2)
-    page.click("[data-testid=next]")  # nothing filled: the server keeps us on step 2
+    click_and_settle(page, "[data-testid=next]")  # nothing filled: the server keeps us on step 2
     at_step(page, 2)
     errors = page.locator("[data-testid=wizard-errors]")
     expect(errors.locator("[data-code=image_missing]").first).to_be_visible()
