@@ -323,11 +323,12 @@ def _matched_line_starts(hay: str, search: AhoCorasick) -> list[tuple[int, int]]
     return list(seen)
 
 
-def candidates(lines: list[str]) -> tuple[set[int], set[int], set[int]]:
+def candidates(lines: list[str], hay: str | None = None) -> tuple[set[int], set[int], set[int]]:
     """0-based indices of the ``lines`` that may hold (1) what the scan counts (``SCAN_LITERALS``), (2) an error
     or a marker, (3) one of the diagnosis's text signatures (``SIGNATURES``). No other line can (the one-search
-    prefilters above); each line of plain training output is then looked at by no regex at all."""
-    hay = "\n".join(lines)
+    prefilters above); each line of plain training output is then looked at by no regex at all. ``hay``: the
+    lines joined by ``\\n`` when the caller has it already."""
+    hay = "\n".join(lines) if hay is None else hay
     if hay.isascii():  # the usual log: one lowered copy, every offset kept
         low, other = hay.lower(), set()
     else:  # lowering may change lengths: lowered line by line; every non-ASCII line is a candidate
@@ -582,26 +583,25 @@ class ScanState:
         if not lines:
             return self
         base = self.lines
-        self._match_patterns(lines, base)
-        scan, errors, signatures = candidates(lines)
+        hay = "\n".join(lines)  # searched by the patterns and the prefilters alike
+        self._match_patterns(lines, hay, base)
+        scan, errors, signatures = candidates(lines, hay)
         for idx in sorted(scan | errors | signatures):
             self._line(base + idx + 1, lines[idx], idx in scan, idx in errors, idx in signatures)
         self.lines += len(lines)
         return self
 
-    def _match_patterns(self, lines: list[str], base: int) -> None:
-        hay = None
+    def _match_patterns(self, lines: list[str], hay: str, base: int) -> None:
+        """Record the first line of ``lines`` (``hay``: joined by ``\\n``) each pattern not seen yet matches."""
         for pattern, hit in self.patterns.items():
             if hit is not None:
                 continue
             if _literal(pattern):  # e.g. the default progress pattern "Global Step": one find over the text
-                hay = "\n".join(lines) if hay is None else hay
                 at = hay.find(pattern)
                 found = hay.count("\n", 0, at) if at != -1 else None
             else:
                 regex, first = _user_regex(pattern), 0
                 if prefix := _literal_prefix(pattern):  # every match holds it: no line before its first can match
-                    hay = "\n".join(lines) if hay is None else hay
                     at = hay.find(prefix)
                     first = hay.count("\n", 0, at) if at != -1 else len(lines)
                 found = next((i for i in range(first, len(lines)) if regex.search(lines[i])), None)

@@ -906,8 +906,9 @@ class KubernetesRuntime(Runtime):
         return out
 
 
-_LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ")
-_ALL_STAMPED = re.compile(r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) [^\n]*\n)*")
+_TIMESTAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)"  # RFC3339(Nano), as the kubelet writes it
+_LOG_TS = re.compile(rf"^({_TIMESTAMP}) ")
+_ALL_STAMPED = re.compile(rf"(?:{_TIMESTAMP} [^\n]*\n)*")
 
 
 def _by_line_count(data: str, cursor: str, limit_bytes: int) -> LogChunk:
@@ -938,10 +939,10 @@ def _after_timestamp(data: str, since_ts: str, seen_at: int, limit_bytes: int, c
     if not parts:
         if not rest or len(data) < limit_bytes:
             return LogChunk("", cursor)
-        parts, ended = [rest], ""
+        parts, ended, complete = [rest], "", rest + "\n"
     else:
-        ended = "\n"
-    if _ALL_STAMPED.fullmatch("\n".join(parts) + "\n") is None:
+        ended, complete = "\n", data[: len(data) - len(rest)]
+    if _ALL_STAMPED.fullmatch(complete) is None:
         return _after_timestamp_per_line(parts, since_ts, seen_at, ended)
     heads = [p.partition(" ")[0] for p in parts]
     start, skip = 0, seen_at
