@@ -35,12 +35,14 @@ def at_step(page: Page, n: int) -> None:
 
 
 def click_and_settle(page: Page, selector: str) -> None:
-    """Click ``selector`` and wait until htmx has swapped in and settled the reply: a click that keeps the wizard
+    """Click ``selector`` and wait until htmx has swapped in and settled *its* reply: a click that keeps the wizard
     on its step cannot be told from the page before by the step alone, and keys typed before the swap land in
-    the replaced form."""
+    the replaced form. The settle of the swap before (htmx settles ~20 ms after a swap) does not count: only a
+    settle after this reply's swap began."""
     page.evaluate(
-        "() => { window.__wzSettled = false; document.body.addEventListener('htmx:afterSettle',"
-        " () => { window.__wzSettled = true; }, {once: true}); }"
+        "() => { window.__wzSettled = false; let swapped = false;"
+        " document.body.addEventListener('htmx:beforeSwap', () => { swapped = true; }, {once: true});"
+        " document.body.addEventListener('htmx:afterSettle', () => { if (swapped) window.__wzSettled = true; }); }"
     )
     page.click(selector)
     page.wait_for_function("() => window.__wzSettled === true", timeout=15000)
