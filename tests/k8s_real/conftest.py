@@ -162,6 +162,20 @@ class KubeNamespace:
 NAMESPACE_KEY = pytest.StashKey["KubeNamespace"]()
 
 
+def discard_namespace(cp: ControlPlane, name: str) -> None:
+    """Delete namespace ``name`` and free the node resources of its Pods at once.
+
+    A plain namespace delete leaves its Pods on their nodes until the namespace controller gets to them, which
+    on a loaded 2-core CI machine took long enough that the next test's validation saw every ``pool=gpu`` GPU
+    still in use (CI: ``test_resource_quota_that_refuses_pod_creation`` refused with ``gpu_exceeds_pool``).
+    The StatefulSets go first so that none recreates a Pod; the Pods are then force-deleted (grace 0)."""
+    for kinds in ("statefulsets", "pods"):
+        cp.kubectl(
+            "-n", name, "delete", kinds, "--all", "--ignore-not-found", "--force", "--grace-period=0", "--wait=false"
+        )
+    cp.kubectl("delete", "namespace", name, "--ignore-not-found", "--wait=false")
+
+
 @pytest.fixture
 def k8s_namespace(control_plane, tmp_path, request):
     name = f"rlark-t{os.getpid() % 1000}-{next(_ns_counter)}"
@@ -169,7 +183,7 @@ def k8s_namespace(control_plane, tmp_path, request):
     ns = KubeNamespace(control_plane, name, tmp_path / "pod-logs")
     request.node.stash[NAMESPACE_KEY] = ns  # for the failure report below
     yield ns
-    control_plane.kubectl("delete", "namespace", name, "--ignore-not-found", "--wait=false")
+    discard_namespace(control_plane, name)
     control_plane.kubectl(
         "delete", "clusterrole,clusterrolebinding", f"rlark-console-nodes-{name}", "--ignore-not-found"
     )

@@ -15,6 +15,7 @@ from django.utils import translation
 from clusters.services import cluster_contents
 from storage.models import StorageClass
 from tests.conftest import free_port
+from tests.k8s_real.conftest import discard_namespace
 
 pytestmark = [pytest.mark.k8s_real, pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 
@@ -36,7 +37,7 @@ def cluster_objects(control_plane, k8s_namespace):
     ]
     control_plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
     yield {"other": other, "fast": fast, "plain": plain}
-    control_plane.kubectl("delete", "namespace", other, "--ignore-not-found", "--wait=false")
+    discard_namespace(control_plane, other)
     control_plane.kubectl("delete", "storageclass", fast, plain, "--ignore-not-found")
 
 

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from jobs.services.sync import sync_all_clusters
 from storage.models import StorageClass
-from tests.k8s_real.conftest import wait_for
+from tests.k8s_real.conftest import discard_namespace, wait_for
 from tests.k8s_real.jobs import document, task
 
 pytestmark = [pytest.mark.k8s_real, pytest.mark.django_db(transaction=True)]
@@ -81,7 +81,7 @@ def test_insufficient_gpu_shows_the_schedulers_own_message(k8s_cluster, k8s_name
         zh = pending_messages(api, "gpu-short", "zh-hans")
         assert "无法调度" in zh and "Insufficient nvidia.com/gpu" in zh
     finally:
-        control_plane.kubectl("delete", "namespace", other, "--wait=false")
+        discard_namespace(control_plane, other)
 
 
 def test_selector_only_a_cordoned_node_matches(k8s_cluster, k8s_namespace, control_plane, api):
