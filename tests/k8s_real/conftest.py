@@ -168,11 +168,19 @@ def discard_namespace(cp: ControlPlane, name: str) -> None:
     A plain namespace delete leaves its Pods on their nodes until the namespace controller gets to them, which
     on a loaded 2-core CI machine took long enough that the next test's validation saw every ``pool=gpu`` GPU
     still in use (CI: ``test_resource_quota_that_refuses_pod_creation`` refused with ``gpu_exceeds_pool``).
-    The StatefulSets go first so that none recreates a Pod; the Pods are then force-deleted (grace 0)."""
-    for kinds in ("statefulsets", "pods"):
-        cp.kubectl(
-            "-n", name, "delete", kinds, "--all", "--ignore-not-found", "--force", "--grace-period=0", "--wait=false"
-        )
+    One kubectl call deletes in the order listed: the StatefulSets first, so that none recreates a Pod, then the
+    Pods, force-deleted (grace 0)."""
+    cp.kubectl(
+        "-n",
+        name,
+        "delete",
+        "statefulsets,pods",
+        "--all",
+        "--ignore-not-found",
+        "--force",
+        "--grace-period=0",
+        "--wait=false",
+    )
     cp.kubectl("delete", "namespace", name, "--ignore-not-found", "--wait=false")
 
 
