@@ -160,6 +160,18 @@ class Pod(models.Model):
         return self.task.rank_start + self.ordinal
 
 
+class RowValuesJSONField(models.JSONField):
+    """A ``JSONField`` that ``bulk_create`` writes as one parameter per row (``VALUES (...), (...)``), not as one
+    ``UNNEST`` array per column (Django 5.2 on PostgreSQL).
+
+    Why: psycopg builds a text array in Python, escaping every quote of every element with a regex, so 200 JSON
+    scan states (about 90 quotes each) cost some 70 ms to write; a plain parameter is escaped by libpq. Django
+    writes through ``VALUES`` as soon as a field defines ``get_placeholder``."""
+
+    def get_placeholder(self, value: Any, compiler: Any, connection: Any) -> str:
+        return "%s"
+
+
 class PodLogScan(models.Model):
     """The stored scan of one Worker's log (issue 18), for the Diagnosis tab and the Run check: what
     ``jobs.services.log_markers.ScanState`` keeps of the log read so far, brought up to date incrementally by
@@ -176,7 +188,7 @@ class PodLogScan(models.Model):
     instance = models.CharField(_("Pod instance"), max_length=128)
     cursor = models.CharField(_("log cursor"), max_length=128, blank=True, default="")
     lines = models.PositiveIntegerField(_("lines scanned"), default=0)
-    state = models.JSONField(_("scan state"), default=dict, blank=True)
+    state = RowValuesJSONField(_("scan state"), default=dict, blank=True)
     final = models.BooleanField(_("final"), default=False)
     updated_at = models.DateTimeField(_("updated"))
 
