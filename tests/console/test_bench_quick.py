@@ -20,13 +20,18 @@ from tools.k8s.controlplane import missing_binaries
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# script -> (markers, lines its output must contain, timeout in seconds)
+# script and its arguments -> (markers, lines its output must contain, timeout in seconds)
 SCRIPTS = {
     "validate.py": ((), ["validate+render: median", "ratio:"], 120),
     "lists.py": ((), ["worst ratio", "queries"], 180),
     "web.py": ((pytest.mark.e2e,), ["ratio 8/1 connections", "p99"], 240),
     "sync.py": ((), ["ratio sync/raw", "DB queries per cycle"], 180),
     "diagnosis.py": ((), ["Diagnosis queries:", "Run check queries:", "ratio to the raw reading of the logs"], 240),
+    "diagnosis.py --real": (
+        (pytest.mark.k8s_real,),
+        ["the real kube-apiserver", "Diagnosis queries:", "ratio to the raw reading of the logs"],
+        300,
+    ),
     "logs_terminal.py": ((), ["ratio websocket / HTTP", "Terminal keystroke echo"], 180),
     "local_e2e.py": ((pytest.mark.ray, pytest.mark.e2e), ["Ray ready", "stop -> no process left"], 300),
     "ssh.py": ((pytest.mark.ray, pytest.mark.e2e), ["echo through bastion: p50", "scp 2 MB through bastion: up"], 600),
@@ -49,7 +54,7 @@ NEEDS_POSTGRES = {"watch_latency.py"}
 
 def test_every_bench_script_is_covered():
     scripts = sorted(p.name for p in (ROOT / "bench").glob("*.py") if p.name != "quick.py")
-    assert scripts == sorted(SCRIPTS)
+    assert scripts == sorted({key.split()[0] for key in SCRIPTS})
 
 
 def bench_env(script: str) -> dict[str, str]:
@@ -66,14 +71,15 @@ def bench_env(script: str) -> dict[str, str]:
 @pytest.mark.parametrize("script", [pytest.param(name, marks=list(marks)) for name, (marks, _, _) in SCRIPTS.items()])
 def test_bench_script_runs_in_quick_mode(script):
     _, expected, timeout = SCRIPTS[script]
-    if script in ("k8s_scale.py", "watch_latency.py") and missing_binaries():
+    name, *args = script.split()
+    if "k8s_real" in {mark.name for mark in SCRIPTS[script][0]} and missing_binaries():
         if os.environ.get("RLARK_REQUIRE_REAL_K8S") == "1":
             pytest.fail(f"RLARK_REQUIRE_REAL_K8S=1 but control plane binaries are missing: {missing_binaries()}")
         pytest.skip(f"control plane binaries missing: {missing_binaries()} (make k8s-build)")
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / script), "--quick"],
+        [sys.executable, str(ROOT / "bench" / name), *args, "--quick"],
         cwd=ROOT,
-        env=bench_env(script),
+        env=bench_env(name),
         capture_output=True,
         text=True,
         timeout=timeout,
