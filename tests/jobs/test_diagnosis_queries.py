@@ -5,7 +5,8 @@ one Task query (and a new runtime client) per Worker log. The job's Tasks and Po
 request, and the pages read each Worker's stored log scan (``jobs.models.PodLogScan``), not its log. Pinned here
 at 3 and at 200 Workers, cold (no stored scan: every log read once, through one runtime per cluster) and warm
 (fresh scans: no log read at all): the same count at both sizes, at most 15, and the page still shows what the
-last Worker's log says (so the counts are not bought by skipping logs).
+last Worker's log says (so the counts are not bought by skipping logs). The Workers views (the Workers tab, its
+htmx refresh, the job in the API) are pinned the same way: 7 / 5 queries at 3 and at 200 Workers, no log read.
 """
 
 from __future__ import annotations
@@ -115,3 +116,32 @@ def test_diagnosis_and_run_check_queries_do_not_grow_with_workers(client, fake, 
     for r in counts.values():
         assert r["large"] == (r["small"][0] + split, r["small"][1]), counts
         assert max(r["large"]) <= MAX_QUERIES, counts
+
+
+# The Workers views: the Workers tab (HTML, also its 10 s htmx refresh of the live panel) and the job in the API
+# (its Tasks with their Workers). Neither reads a log.
+WORKER_PATHS = ["/jobs/{}/?tab=workers", "/api/v1/jobs/{}/"]
+
+
+def test_workers_views_queries_do_not_grow_with_workers(client, fake, alice):
+    small = make_job(fake, alice, "small", SMALL)
+    large = make_job(fake, alice, "large", LARGE)
+    client.force_login(alice)
+    for path in WORKER_PATHS:
+        assert client.get(path.format("small")).status_code == 200  # per-process caches
+        counts = {}
+        for name in ("small", "large"):
+            queries, reads, response = get(client, fake, path.format(name))
+            assert reads == 0, path
+            counts[name] = queries
+            text = response.content.decode()
+            names = small if name == "small" else large
+            assert names[-1] in text and names[0] in text, path  # the first and the last Worker are on the page
+        assert counts["small"] == counts["large"] <= MAX_QUERIES, (path, counts)
+    htmx = {}
+    for name in ("small", "large"):
+        with CaptureQueriesContext(connection) as ctx:
+            response = client.get(f"/jobs/{name}/?tab=workers", HTTP_HX_REQUEST="true")
+        assert response.status_code == 200
+        htmx[name] = len(ctx.captured_queries)
+    assert htmx["small"] == htmx["large"] <= MAX_QUERIES, htmx
