@@ -62,6 +62,11 @@ def test_metrics_charts_axes_tooltip_zoom_smoothing_groups_and_attempts(page, li
     names = chart_js(page, loss, "c.getOption().series.filter(s => !s.silent).map(s => s.name)")
     assert names == ["attempt-2", "run"]
     expect(page.locator(f"[data-testid=tb-chart][data-tag='{loss}'] canvas").first).to_be_visible()
+    # a group's only chart takes the whole row (it used to take one of two columns, half the width)
+    widths = page.locator("[data-testid=tb-group][data-group=train]").evaluate(
+        "g => [g.querySelector('.charts').clientWidth, g.querySelector('[data-testid=tb-chart]').offsetWidth]"
+    )
+    assert widths[1] >= widths[0] - 2, widths
 
     # axes with units
     assert chart_js(page, loss, "[c.getOption().xAxis[0].name, c.getOption().yAxis[0].name]") == ["步数", "值"]
