@@ -617,6 +617,15 @@ class Gate:
             await self.listener.wait_closed()
 
 
+async def _cancel_the_rest() -> None:
+    """Cancel every other task of the running loop and wait for them (as ``asyncio.run`` does at its end), so no
+    session task is left pending when the loop stops ("Task was destroyed but it is pending" at exit)."""
+    rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
+
+
 def serve_in_thread(host: str = "127.0.0.1", port: int = 0, timeout: float = 60) -> tuple[Gate, Callable[[], None]]:
     """The bastion on an event loop of its own in a daemon thread (tests, ``bench/ssh.py``): ``(gate, stop)``.
     ``port`` 0 takes a free one (``gate.port`` after the start); ``stop()`` (idempotent) closes the sessions, with
@@ -641,6 +650,7 @@ def serve_in_thread(host: str = "127.0.0.1", port: int = 0, timeout: float = 60)
         if not thread.is_alive():
             return
         asyncio.run_coroutine_threadsafe(gate.stop(), loop).result(30)
+        asyncio.run_coroutine_threadsafe(_cancel_the_rest(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
 
