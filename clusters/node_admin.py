@@ -13,6 +13,7 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import Q
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
@@ -221,12 +222,12 @@ class NodeAdmin(admin.ModelAdmin):
     @admin.display(description=_("conditions"))
     def health(self, obj):
         rows = ((c["type"], c["status"], c.get("reason", ""), c.get("message", "")) for c in obj.conditions or [])
-        return format_html_join(format_html("<br>"), "<code>{}={}</code> {} {}", rows) or "—"
+        return format_html_join(mark_safe("<br>"), "<code>{}={}</code> {} {}", rows) or "—"
 
     @admin.display(description=_("recent Warning events (1 h)"))
     def warning_events(self, obj):
         rows = ((e["last_time"][:19], e["reason"], e["count"], e["message"]) for e in obj.events or [])
-        return format_html_join(format_html("<br>"), "{} <b>{}</b> ×{} {}", rows) or "—"
+        return format_html_join(mark_safe("<br>"), "{} <b>{}</b> ×{} {}", rows) or "—"
 
     @admin.display(description=_("jobs on this node"))
     def jobs_here(self, obj):

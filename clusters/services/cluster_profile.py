@@ -14,6 +14,7 @@ from collections import Counter
 
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
@@ -41,7 +42,7 @@ def offline_periods_html(cluster: Cluster) -> str:
         (_when(p["from"]), _when(p["to"]) if p["to"] else _("ongoing"), p["reason"][:200])
         for p in offline_periods(cluster)
     ]
-    return format_html_join(format_html("<br>"), '{} → {} <span class="help">{}</span>', rows) or _("none")
+    return format_html_join(mark_safe("<br>"), '{} → {} <span class="help">{}</span>', rows) or _("none")
 
 
 def _where_label(where: str) -> str:
@@ -105,4 +106,4 @@ def images_html(cluster: Cluster) -> str:
     rows = images(cluster)
     if not rows:
         return _("not reported by this runtime") if cluster.runtime == Cluster.Runtime.LOCAL else _("none reported")
-    return format_html_join(format_html("<br>"), "<code>{}</code> ×{}", rows)
+    return format_html_join(mark_safe("<br>"), "<code>{}</code> ×{}", rows)
