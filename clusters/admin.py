@@ -17,6 +17,7 @@ from clusters import node_admin  # noqa: F401  (registers Node)
 from clusters.models import Cluster, ImageRegistry
 from clusters.services import cluster_contents, cluster_profile, node_sync, registration
 from clusters.services.registration import RegistrationError, normalise_kubeconfig, test_connection
+from jobs.spec import host_paths
 
 
 class ClusterForm(forms.ModelForm):
@@ -43,12 +44,28 @@ class ClusterForm(forms.ModelForm):
             "pod_cidr",
             "service_cidr",
             "allow_host_path",
+            "host_path_roots",
             "isolated_network",
             "network_agent_image",
             "location",
             "contact",
             "description",
         ]
+
+    def clean_host_path_roots(self) -> str:
+        """One absolute path per line, none of them a system directory (``jobs.spec.host_paths``)."""
+        text = self.cleaned_data.get("host_path_roots") or ""
+        try:
+            host_paths.parse_roots(text)
+        except host_paths.HostPathRefused as exc:
+            raise forms.ValidationError(
+                _(
+                    "The allowed host directory %(path)s is invalid: it must be an absolute path and not a system"
+                    " directory."
+                ),
+                params={"path": exc.params.get("path", "")},
+            ) from None
+        return text
 
     def clean(self):
         data = super().clean()
@@ -134,6 +151,7 @@ class ClusterAdmin(admin.ModelAdmin):
                     "pod_cidr",
                     "service_cidr",
                     "allow_host_path",
+                    "host_path_roots",
                     "isolated_network",
                     "network_agent_image",
                 )

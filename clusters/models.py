@@ -40,6 +40,16 @@ class Cluster(models.Model):
         default=False,
         help_text=_("Host directories need an administrator's confirmation before jobs can use them."),
     )
+    host_path_roots = models.TextField(
+        _("allowed host directories"),
+        blank=True,
+        default="",
+        help_text=_(
+            "One absolute path per line: hostPath volumes must lie in one of them (nothing is allowed when empty)."
+            " {user} stands for the submitting user's name. System directories and the console's own files are"
+            " always refused."
+        ),
+    )
     isolated_network = models.BooleanField(
         _("isolated network"),
         default=False,

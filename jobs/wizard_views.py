@@ -34,8 +34,8 @@ from jobs.models import Job
 from jobs.services import submission
 from jobs.services import wizard as wz
 from jobs.services.submission import check_document, clone_document
-from jobs.spec import rlinf
-from jobs.spec.document import parse_text, render_yaml
+from jobs.spec import host_paths, rlinf
+from jobs.spec.document import parse_text, pod_spec, render_yaml
 from jobs.spec.selectors import SelectorError, matches, parse_selector
 from sshkeys.services import keys_for
 from storage.services import classes_for_cluster
@@ -293,15 +293,23 @@ def _int(value: str, default: int = -1) -> int:
         return default
 
 
-def _load_demo(inv: UIInventory) -> tuple[wz.WizardState | None, str]:
+def _load_demo(inv: UIInventory, user) -> tuple[wz.WizardState | None, str]:
+    """The demo job for ``user``: a free name, and its output in the user's own directory of the demo cluster's
+    host-path root (``jobs.spec.host_paths.demo_output_path``), never a directory another user writes."""
     if not DEMO_JOB_YAML.exists():
         return None, _("The demo job (examples/demo/job.yaml) is not available.")
     document, problems = parse_text(DEMO_JOB_YAML.read_text(), "application/yaml")
     if document is None:
         return None, "; ".join(p.message(_lang()) for p in problems)
+    name = _free_name(str((document.get("metadata") or {}).get("name") or "demo"))
+    output = host_paths.demo_output_path(str(settings.RLARK_LOCAL_ROOT), user.get_username(), name)
+    for task in document["spec"]["tasks"]:
+        for volume in pod_spec(task).get("volumes") or []:
+            if isinstance(volume.get("hostPath"), dict):
+                volume["hostPath"]["path"] = output
     state = wz.from_document(document, infer_cluster=inv.infer_cluster)
     state.job_type = wz.DEMO_TYPE
-    state.name = _free_name(state.name)
+    state.name = name
     return state, ""
 
 
@@ -369,7 +377,7 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
     extra: dict[str, Any] = {}
     if name == "template":
         if state.job_type == wz.DEMO_TYPE:
-            demo, notice = _load_demo(inv)
+            demo, notice = _load_demo(inv, request.user)
             if demo is None:
                 extra["notice"] = notice
             else:
@@ -492,7 +500,7 @@ def _wizard(request: HttpRequest, *, mode: str, job=None) -> HttpResponse:
             state = wz.from_document(clone_document(source), infer_cluster=inv.infer_cluster)
             state.rlinf_config = source.rlinf_config or ""
         elif request.GET.get("type") == wz.DEMO_TYPE:
-            state, notice = _load_demo(inv)
+            state, notice = _load_demo(inv, request.user)
             state = state or wz.initial_state(inv.cluster_names)
         else:
             state = wz.initial_state(inv.cluster_names)

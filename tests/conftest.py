@@ -125,18 +125,35 @@ def _e2e_database_url(tmp: Path) -> str:
     return f"{base}/{e2e_name}"
 
 
+STATE_BASE = Path("/var/lib/rlark-tests")
+
+
+def state_dir_outside_tmp(tmp: Path) -> Path:
+    """The console's var dir: outside /tmp (``/var/lib/rlark-tests/<name>/var``) when the tests run as root, as
+    a production console's ``/var/lib/rlark`` or a checkout in a home directory would be, so that every e2e
+    Worker starts the way it starts there (a private /tmp hides nothing of a state directory outside it);
+    ``tmp/var`` otherwise."""
+    if os.geteuid() != 0:
+        return tmp / "var"
+    STATE_BASE.mkdir(parents=True, exist_ok=True)
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="console-", dir=STATE_BASE)) / "var"
+
+
 class ConsoleServer:
     """A running console (``manage.py runconsole``) with its own var dir and database."""
 
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
+        self.var_dir = state_dir_outside_tmp(tmp)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.ssh_port = free_port()  # the SSH bastion (sshgate, issue 12)
         self.relay_port = free_port()  # the network-domain relay (issue 13)
         self.env = {
             **os.environ,
-            "RLARK_VAR_DIR": str(tmp / "var"),
+            "RLARK_VAR_DIR": str(self.var_dir),
             "DATABASE_URL": _e2e_database_url(tmp),
             "RLARK_SYNC_INTERVAL": os.environ.get("RLARK_E2E_SYNC_INTERVAL", "2"),
             "RLARK_SSH_PORT": str(self.ssh_port),
@@ -161,7 +178,8 @@ class ConsoleServer:
 
     def start(self) -> None:
         self.manage("migrate", "--noinput", "-v0")
-        self.manage("seed_demo", "--password", E2E_ADMIN_PASSWORD)
+        # the tests' own output directories (pytest's base temp) besides each user's directory of the demo
+        self.manage("seed_demo", "--password", E2E_ADMIN_PASSWORD, "--host-path-root", str(self.tmp.parent))
         log = open(self.log_path, "a")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [sys.executable, str(ROOT / "manage.py"), "runconsole", "--port", str(self.port)],
@@ -197,6 +215,8 @@ class ConsoleServer:
                 self.proc.wait(timeout=10)
         if supervisor:
             self.manage("local_supervisor", "--stop", check=False)
+            if self.var_dir.parent.parent == STATE_BASE:
+                shutil.rmtree(self.var_dir.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import copy
 
-from jobs.spec.inventory import ClusterInfo, Inventory, NodeInfo, RegistryInfo, SSHKeyInfo
+from jobs.spec.inventory import ClusterInfo, Inventory, NodeInfo, RegistryInfo, SSHKeyInfo, host_path_policy
 
 GiB = 2**30
+# the host directories the "local" cluster's administrator allowed (Cluster.host_path_roots)
+HOST_PATH_ROOTS = "/srv\n/data\n/tmp\n/mnt"
 SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice@laptop"
 
 
@@ -24,7 +26,7 @@ def node(cluster: str, name: str, gpus: int = 8, **labels: str) -> NodeInfo:
 def inventory() -> Inventory:
     return Inventory(
         clusters={
-            "local": ClusterInfo("local", "local", "online", True),
+            "local": ClusterInfo("local", "local", "online", True, host_path_policy(HOST_PATH_ROOTS)),
             "other": ClusterInfo("other", "kubernetes", "online", False),
         },
         nodes=[
@@ -114,7 +116,11 @@ def seed_db(user=None) -> None:
     clusters = {}
     for info in inv.clusters.values():
         clusters[info.name] = Cluster.objects.create(
-            name=info.name, runtime=info.runtime, status=info.status, allow_host_path=info.allow_host_path
+            name=info.name,
+            runtime=info.runtime,
+            status=info.status,
+            allow_host_path=info.allow_host_path,
+            host_path_roots=HOST_PATH_ROOTS if info.allow_host_path else "",
         )
     for n in inv.nodes:
         Node.objects.create(

@@ -9,9 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 from clusters.models import Cluster, ImageRegistry, Node
 from domains.models import Domain
 from jobs.models import Pod
+from jobs.spec.host_paths import (
+    HostPathPolicy,
+    HostPathRefused,
+    check_protected,
+    check_workload,
+    policy_for,
+    workload_host_paths,
+)
 from jobs.spec.layout import main_container
 from jobs.spec.quantity import parse_quantity
 from sshkeys.models import SSHPublicKey
@@ -24,6 +34,8 @@ class ClusterInfo:
     runtime: str = "local"
     status: str = "online"
     allow_host_path: bool = False
+    # the allowed host-path roots and the console's own files (jobs.spec.host_paths)
+    host_paths: HostPathPolicy = HostPathPolicy()
 
 
 @dataclass
@@ -69,6 +81,29 @@ class RegistryInfo:
     has_credentials: bool = False
 
 
+def host_path_policy(roots_text: str) -> HostPathPolicy:
+    """:func:`jobs.spec.host_paths.policy_for` with this console's checkout, state directory and local root."""
+    return policy_for(roots_text, str(settings.BASE_DIR), str(settings.VAR_DIR), str(settings.RLARK_LOCAL_ROOT))
+
+
+def check_cluster_host_paths(cluster: Any, workload: dict) -> None:
+    """A runtime's last check before it writes a Task: every hostPath volume of ``workload`` is allowed by
+    ``cluster`` (a ``clusters.models.Cluster``: ``allow_host_path`` and its ``host_path_roots``). Objects without
+    ``host_path_roots`` (test doubles of a cluster) are checked against the always-refused paths only. Raises
+    jobs.spec.host_paths.HostPathRefused."""
+    volumes = workload_host_paths(workload)
+    if not volumes:
+        return
+    if not hasattr(cluster, "host_path_roots"):
+        policy = host_path_policy("")
+        for _name, path, _type in volumes:
+            check_protected(path, policy.protected, policy.exempt)
+        return
+    if not cluster.allow_host_path:
+        raise HostPathRefused("host_path_not_allowed", cluster=cluster.name, path=volumes[0][1])
+    check_workload(workload, host_path_policy(cluster.host_path_roots))
+
+
 @dataclass
 class Inventory:
     """``storage_classes``: set of (cluster, name). ``domains``: set of names. ``registries``: RegistryInfo records."""
@@ -79,6 +114,7 @@ class Inventory:
     domains: set[str] = field(default_factory=set)
     ssh_keys: list[SSHKeyInfo] = field(default_factory=list)
     registries: list[RegistryInfo] = field(default_factory=list)
+    user: str = ""  # the submitter's user name: a cluster's ``{user}`` host-path root names it
 
     @classmethod
     def from_db(cls, user=None, *, exclude_job=None, key_owners=None) -> Inventory:
@@ -89,8 +125,10 @@ class Inventory:
         so an unchanged edit does not count against itself.
         """
         clusters = {
-            c["name"]: ClusterInfo(c["name"], c["runtime"], c["status"], c["allow_host_path"])
-            for c in Cluster.objects.values("name", "runtime", "status", "allow_host_path")
+            c["name"]: ClusterInfo(
+                c["name"], c["runtime"], c["status"], c["allow_host_path"], host_path_policy(c["host_path_roots"])
+            )
+            for c in Cluster.objects.values("name", "runtime", "status", "allow_host_path", "host_path_roots")
         }
         nodes = [
             NodeInfo(
@@ -120,7 +158,7 @@ class Inventory:
             RegistryInfo(r["registry"], r["public"], bool(r["username"]))
             for r in ImageRegistry.objects.values("registry", "public", "username")
         ]
-        inv = cls(clusters, nodes, storage, domains, keys, registries)
+        inv = cls(clusters, nodes, storage, domains, keys, registries, user=getattr(user, "username", "") or "")
         if exclude_job is not None:
             inv._give_back(exclude_job)
         return inv

@@ -213,6 +213,19 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "集群 {cluster} 未允许主机目录挂载（{role}）。",
         "Cluster {cluster} does not allow host directory mounts ({role}).",
     ),
+    "host_path_relative": (
+        "{role} 的主机目录 {host_path} 必须是绝对路径。",
+        "The host path {host_path} of {role} must be an absolute path.",
+    ),
+    "host_path_forbidden": (
+        "{role} 的主机目录 {host_path} 是系统目录或控制台自身的文件，任何集群都不允许挂载。",
+        "The host path {host_path} of {role} is a system directory or the console's own files; no cluster allows it.",
+    ),
+    "host_path_outside_roots": (
+        "{role} 的主机目录 {host_path} 不在集群 {cluster} 允许的主机目录下（{roots}）。请联系平台管理员确认路径。",
+        "The host path {host_path} of {role} is not under a host directory cluster {cluster} allows ({roots}). Ask the"
+        " platform administrator to confirm the path.",
+    ),
     "storage_class_missing": ("{role} 需要选择对象存储。", "{role} needs an object storage class."),
     "storage_class_unknown": (
         "{role} 使用的存储类 {storage_class} 不存在。",

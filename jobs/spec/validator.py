@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusters.system_nodes import is_system_node
+from jobs.spec import host_paths
 from jobs.spec.document import API_VERSION, DISPLAY_NAME, KIND, SHM_PATH, display_name, is_extended, pod_spec
 from jobs.spec.inventory import Inventory, NodeInfo
 from jobs.spec.layout import ROLE_ENV, display_role_of, main_container
@@ -576,6 +577,13 @@ class _Validator:
                     self.add(f"{vpath}[{j}].hostPath.path", "host_path_missing", role=role)
                 if cluster_info is not None and not cluster_info.allow_host_path:
                     self.add(f"{vpath}[{j}].hostPath", "host_path_not_allowed", role=role, cluster=cluster)
+                elif cluster_info is not None and str(hpath or "").strip():
+                    try:
+                        host_paths.check(str(hpath), cluster_info.host_paths, self.inv.user)
+                    except host_paths.HostPathRefused as exc:
+                        where = f"{vpath}[{j}].hostPath.path"
+                        params = {("host_path" if k == "path" else k): v for k, v in exc.params.items()}
+                        self.add(where, exc.code, role=role, cluster=cluster, **params)
             if "persistentVolumeClaim" in v:
                 pvc = v.get("persistentVolumeClaim") if isinstance(v.get("persistentVolumeClaim"), dict) else {}
                 claim = str(pvc.get("claimName") or "")

@@ -26,7 +26,9 @@ def local(settings, tmp_path):
     settings.VAR_DIR = tmp_path / "var"
     settings.RLARK_LOCAL_ROOT = tmp_path / "local"
     sup = SupervisorProcess(settings.RLARK_LOCAL_ROOT).start()
-    cluster = Cluster.objects.create(name="local", runtime="local", status="online", allow_host_path=True)
+    cluster = Cluster.objects.create(
+        name="local", runtime="local", status="online", allow_host_path=True, host_path_roots="/tmp"
+    )
     upsert_local_nodes(cluster, DEMO_NODES)
     yield tmp_path
     for job in Job.objects.all():

@@ -87,14 +87,27 @@ def test_demo_helpers_read_the_charger_cluster_section():
 
 @pytest.mark.django_db
 def test_demo_job_yaml_is_a_valid_job_for_the_seeded_cluster():
+    from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
     from jobs.spec.inventory import Inventory
     from jobs.spec.validator import validate
 
+    from django.conf import settings
+
+    from jobs.spec import host_paths
+
     call_command("seed_demo", password="x-demo-pass-1")
-    result = validate(yaml.safe_load(JOB_YAML.read_text()), Inventory.from_db())
+    admin = get_user_model().objects.get(username="admin")
+    document = yaml.safe_load(JOB_YAML.read_text())
+    result = validate(document, Inventory.from_db(admin))
+    assert [p.code for p in result.errors] == ["host_path_outside_roots"]  # the file's path is nobody's directory
+    volume = document["spec"]["tasks"][0]["kubernetes"]["workload"]["template"]["spec"]["volumes"][0]
+    volume["hostPath"]["path"] = host_paths.demo_output_path(str(settings.RLARK_LOCAL_ROOT), "admin", "cartpole-demo")
+    result = validate(document, Inventory.from_db(admin))
     assert result.errors == [], result.errors
+    volume["hostPath"]["path"] = host_paths.demo_output_path(str(settings.RLARK_LOCAL_ROOT), "bob", "cartpole-demo")
+    assert [p.code for p in validate(document, Inventory.from_db(admin)).errors] == ["host_path_outside_roots"]
     assert result.workers == 3
     manifests = build("cartpole-demo", yaml.safe_load(JOB_YAML.read_text()))
     assert [(m.task, m.replicas, m.rank_start, m.total_nodes) for m in manifests] == [

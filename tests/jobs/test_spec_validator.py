@@ -180,6 +180,18 @@ CASES = {
         mount(1, "/data", {"name": "data", "hostPath": {"path": ""}}),
         mount(1, "/data", {"name": "data", "hostPath": {"path": "/srv/data"}}),
     ),
+    "host_path_outside_roots": (
+        mount(1, "/data", {"name": "data", "hostPath": {"path": "/opt/datasets"}}),
+        mount(1, "/data", {"name": "data", "hostPath": {"path": "/srv/datasets"}}),
+    ),
+    "host_path_forbidden": (  # the first entry of the host Python's sys.path: an import path for root
+        mount(1, "/data", {"name": "data", "hostPath": {"path": "/usr/lib/python311.zip"}}),
+        mount(1, "/data", {"name": "data", "hostPath": {"path": "/srv/python311.zip"}}),
+    ),
+    "host_path_relative": (
+        mount(1, "/data", {"name": "data", "hostPath": {"path": "srv/data"}}),
+        mount(1, "/data", {"name": "data", "hostPath": {"path": "/srv/data"}}),
+    ),
     "storage_class_missing": (storage_mount(1, "/data", None), storage_mount(1, "/data", "oss-a")),
     "storage_class_wrong_cluster": (storage_mount(1, "/data", "oss-b"), storage_mount(1, "/data", "oss-a")),
     "mount_shadows_path": (

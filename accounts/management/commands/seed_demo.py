@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import secrets
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from clusters.models import Cluster, ImageRegistry, Node
+from jobs.spec.host_paths import demo_host_path_root
 
 DEMO_CLUSTER = "local"
 # Labels make both the demo template (1 head + 2 rollout Workers) and the RLinf
@@ -44,6 +46,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):  # noqa: D102
         parser.add_argument("--username", default="admin")
         parser.add_argument("--password", default=None, help="default: a random one, printed")
+        parser.add_argument(
+            "--host-path-root",
+            action="append",
+            default=[],
+            help="a further host directory the demo cluster allows (repeatable; default: only each user's own"
+            " directory under RLARK_LOCAL_ROOT/host-paths)",
+        )
 
     @transaction.atomic
     def handle(self, *args, username: str, password: str | None, **options):  # noqa: D102
@@ -61,10 +70,23 @@ class Command(BaseCommand):
             self.stdout.write(f"Demo admin password reset: username={username} password={password}")
         else:
             self.stdout.write(f"Demo admin exists: username={username} (password unchanged)")
+        roots = "\n".join([demo_host_path_root(str(settings.RLARK_LOCAL_ROOT)), *options["host_path_root"]])
         cluster, created = Cluster.objects.get_or_create(
             name=DEMO_CLUSTER,
-            defaults={"runtime": Cluster.Runtime.LOCAL, "status": Cluster.Status.ONLINE, "allow_host_path": True},
+            defaults={
+                "runtime": Cluster.Runtime.LOCAL,
+                "status": Cluster.Status.ONLINE,
+                "allow_host_path": True,
+                "host_path_roots": roots,
+            },
         )
+        if (
+            not created
+            and cluster.host_path_roots != roots
+            and (options["host_path_root"] or not cluster.host_path_roots)
+        ):
+            cluster.host_path_roots = roots
+            cluster.save(update_fields=["host_path_roots"])
         ImageRegistry.objects.get_or_create(name="docker-hub", defaults={"registry": "docker.io", "public": True})
         if created or not Node.objects.filter(cluster=cluster).exists():
             upsert_local_nodes(cluster, DEMO_NODES)

@@ -39,6 +39,8 @@ from clusters.runtime.base import (
 )
 from clusters.runtime.containers import from_pod as containers_of
 from clusters.runtime.kubernetes.client import api_client_for, server_url, timeouts, translate
+from jobs.spec.host_paths import HostPathRefused
+from jobs.spec.inventory import check_cluster_host_paths
 from jobs.spec.quantity import parse_quantity
 
 logger = logging.getLogger("rlark.k8s")
@@ -482,6 +484,12 @@ class KubernetesRuntime(Runtime):
         self._apply(obj, field_manager)
 
     def apply_task(self, manifest: TaskManifest) -> None:
+        """Raises RuntimeFailure(reason="invalid") for a hostPath the cluster does not allow, before anything is
+        written."""
+        try:
+            check_cluster_host_paths(self.cluster, manifest.workload)
+        except HostPathRefused as exc:
+            raise RuntimeFailure(f"hostPath refused: {exc}", "invalid") from None
         for obj in manifest.extra_objects:
             self._apply(obj)
         self._apply(manifest.workload)

@@ -39,6 +39,11 @@ POD_WORK = "/rlark/work"  # working directory when the container sets no working
 LOCAL_HELPERS = f"{SCRIPTS_MOUNT}/local"
 VENV_BIN = str(Path(sys.executable).parent)
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The whole environment of everything that runs with host privileges while a Worker starts or an exec enters
+# it (nsenter, unshare, podinit.sh, mount): fixed, so nothing the user wrote in ``env`` reaches a privileged
+# process. The Worker's own environment is read by envexec.py after the switch to the job's uid.
+CLEAN_ENV = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}
+ENVEXEC_CODE = (Path(__file__).resolve().parent / "envexec.py").read_text()
 
 
 @dataclasses.dataclass
@@ -96,6 +101,49 @@ def netns_prefix(netns: str | None) -> list[str]:
     if not netns:
         return []
     return [shutil.which("nsenter") or "/usr/bin/nsenter", f"--net={netns}", "--"]
+
+
+def env_memfd(env: dict[str, str]) -> int:
+    """A ``memfd`` holding ``env`` as NUL-separated ``NAME=VALUE`` entries, positioned at its start, for
+    :mod:`.envexec`. The caller passes it to the child (``pass_fds``) and closes it. Raises ValueError for a
+    name or value with a NUL byte or a name with ``=``."""
+    parts = []
+    for name, value in env.items():
+        if not name or "=" in name or "\0" in name or "\0" in value:
+            raise ValueError(f"invalid environment entry {name!r}")
+        parts.append(os.fsencode(name) + b"=" + os.fsencode(value))
+    fd = os.memfd_create("rlark-worker-env", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, b"\0".join(parts))
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def envexec_argv(fd: int, workdir: str, mode: str, command: list[str]) -> list[str]:
+    """The command line that runs :mod:`.envexec` with the console's Python (kept visible in every Worker):
+    ``command`` in ``workdir`` with the environment in ``fd``; ``mode`` is ``create`` or ``fallback``."""
+    return [sys.executable, "-I", "-S", "-c", ENVEXEC_CODE, str(fd), workdir, mode, *command]
+
+
+def make_dir_as(path: Path, ids: tuple[int, int] | None, mode: int) -> None:
+    """``mkdir -p path`` as the host uid/gid ``ids[0]`` (a root caller; the job's Worker uid), so a directory
+    appears only where that uid may write and is its own; as this process when ``ids`` is None. ``mode`` is the
+    last component's. Raises ValueError with the reason when it cannot be made."""
+    if ids is None:
+        try:
+            path.mkdir(parents=True, exist_ok=True, mode=mode)
+        except OSError as exc:
+            raise ValueError(f"cannot create {path}: {exc.strerror}") from None
+        return
+    uid = int(ids[0])
+    setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+    argv = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "mkdir", "-p", "-m", f"{mode:o}", "--"]
+    done = subprocess.run([*argv, str(path)], env=CLEAN_ENV, capture_output=True, text=True, timeout=30)
+    if done.returncode != 0:
+        raise ValueError(f"cannot create {path} as uid {uid}: {done.stderr.strip()[:300]}")
 
 
 def write_mounts(path: Path, mounts: list[Mount]) -> None:
@@ -238,28 +286,35 @@ def spawn(
     pod_tmp = pod_dir / "tmp"
     pod_tmp.mkdir(exist_ok=True)
     pod_tmp.chmod(0o1777)
-    full_env = {
-        **env,
+    env_fd = env_memfd(env)
+    private = {
+        **CLEAN_ENV,
         "RLARK_POD_MOUNTS": str(mounts_file),
         "RLARK_POD_HIDE": str(hide_file),
         "RLARK_POD_WORKDIR": workdir,
         "RLARK_POD_TMP": str(pod_tmp),
+        "RLARK_POD_HOSTNAME": env.get("POD_NAME", ""),
+        "RLARK_POD_ENVFD": str(env_fd),
+        "RLARK_POD_PYTHON": sys.executable,
+        "RLARK_POD_ENVEXEC": ENVEXEC_CODE,
     }
     if ids is not None:
-        full_env["RLARK_POD_IDMAP"] = f"{int(ids[0])},0,{int(ids[1])}"
+        private["RLARK_POD_IDMAP"] = f"{int(ids[0])},0,{int(ids[1])}"
     log = open(log_path, "ab", buffering=0)  # noqa: SIM115 - handed to the child
     try:
         return subprocess.Popen(
             [*netns_prefix(netns), *namespace_command(user_ns=ids is None), "bash", str(PODINIT), *command],
-            env=full_env,
+            env=private,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
             close_fds=True,
+            pass_fds=(env_fd,),
         )
     finally:
         log.close()
+        os.close(env_fd)
 
 
 def namespace_members(leader_pid: int) -> list[int]:

@@ -10,12 +10,23 @@
 # namespaces owned by the host, and the command is exec'd in a new user namespace whose root is the
 # unprivileged host uid/gid "outer" (newuidmap/newgidmap, /etc/subuid), with no_new_privs: it can use the
 # mounts but neither change nor undo them.
+#
+# This script runs with the launcher's fixed environment only (launcher.CLEAN_ENV and the RLARK_POD_*
+# values it sets): the Worker's own environment stays in the memfd "$RLARK_POD_ENVFD" and is applied by
+# envexec.py ("$RLARK_POD_ENVEXEC", run with "$RLARK_POD_PYTHON") after the switch to the job's uid.
 set -e
+# Both plans are read before anything is mounted: the hide tmpfs below covers the directory they live in
+# when the console's state directory is inside a hidden root (its checkout, or any RLARK_VAR_DIR).
+mount_rows=""
+hide_rows=""
+[ -n "${RLARK_POD_MOUNTS:-}" ] && mount_rows="$(cat -- "$RLARK_POD_MOUNTS")"
+[ -n "${RLARK_POD_HIDE:-}" ] && hide_rows="$(cat -- "$RLARK_POD_HIDE")"
 stage=/rlark/.host-tmp
 if [ -n "${RLARK_POD_TMP:-}" ]; then
-    # Keep the host's /tmp reachable while binding (sources may live under it), then hide it.
+    # Keep the host's /tmp reachable while binding (sources may live under it, also on file systems mounted
+    # below /tmp: hence --rbind), then hide it.
     mkdir -p "$stage" 2> /dev/null || true
-    mount --bind /tmp "$stage"
+    mount --rbind /tmp "$stage"
 fi
 host_path() {
     case "$1" in
@@ -33,8 +44,7 @@ if [ -n "${RLARK_POD_TMP:-}" ]; then
     mount --bind "$(host_path "$RLARK_POD_TMP")" /tmp
     chmod 1777 /tmp 2> /dev/null || true
 fi
-if [ -n "${RLARK_POD_MOUNTS:-}" ]; then
-    mounts_file="$(host_path "$RLARK_POD_MOUNTS")"
+if [ -n "$mount_rows" ]; then
     while IFS=$'\t' read -r kind src dst ro opts; do
         [ -z "$kind" ] && continue
         if ! plain_path "$dst"; then
@@ -51,12 +61,12 @@ if [ -n "${RLARK_POD_MOUNTS:-}" ]; then
         if [ "$ro" = "1" ]; then
             mount -o remount,bind,ro "$dst" || true
         fi
-    done < "$mounts_file"
+    done <<< "$mount_rows"
 fi
 deny=/rlark/.deny
 keeps=/rlark/.keep
 hide=""
-if [ -n "${RLARK_POD_HIDE:-}" ] && [ -s "$(host_path "$RLARK_POD_HIDE")" ]; then
+if [ -n "$hide_rows" ]; then
     if mkdir -p "$deny" "$keeps" 2> /dev/null; then
         hide=1
     elif [ -n "${RLARK_POD_IDMAP:-}" ]; then
@@ -90,7 +100,7 @@ if [ -n "$hide" ]; then
                         mount --bind "$(host_path "$p2")" "$keeps/$n"
                         echo "$p2" > "$keeps/$n.path"
                     fi
-                done < "$(host_path "$RLARK_POD_HIDE")"
+                done <<< "$hide_rows"
                 mkdir -p "$path"
                 mount -t tmpfs -o mode=0755,size=1m tmpfs "$path"
                 current="$path"
@@ -108,7 +118,7 @@ if [ -n "$hide" ]; then
                 done
                 ;;
         esac
-    done < "$(host_path "$RLARK_POD_HIDE")"
+    done <<< "$hide_rows"
     close_root
     umount -l "$keeps"
     umount -l "$deny"
@@ -116,13 +126,15 @@ fi
 if [ -n "${RLARK_POD_TMP:-}" ]; then
     umount -l "$stage"
 fi
-if [ -n "${POD_NAME:-}" ]; then hostname "$POD_NAME" 2> /dev/null || true; fi
+if [ -n "${RLARK_POD_HOSTNAME:-}" ]; then hostname "$RLARK_POD_HOSTNAME" 2> /dev/null || true; fi
 workdir="${RLARK_POD_WORKDIR:-/}"
 idmap="${RLARK_POD_IDMAP:-}"
-unset RLARK_POD_MOUNTS RLARK_POD_HIDE RLARK_POD_WORKDIR RLARK_POD_TMP RLARK_POD_IDMAP
-cd "$workdir"
+envexec=("$RLARK_POD_PYTHON" -I -S -c "$RLARK_POD_ENVEXEC" "$RLARK_POD_ENVFD" "$workdir" create)
+unset RLARK_POD_MOUNTS RLARK_POD_HIDE RLARK_POD_WORKDIR RLARK_POD_TMP RLARK_POD_IDMAP RLARK_POD_HOSTNAME \
+    RLARK_POD_ENVFD RLARK_POD_PYTHON RLARK_POD_ENVEXEC
+cd /
 if [ -n "$idmap" ]; then
     exec setpriv --no-new-privs unshare --user --map-users="$idmap" --map-groups="$idmap" \
-        --setuid 0 --setgid 0 -- "$@"
+        --setuid 0 --setgid 0 -- "${envexec[@]}" "$@"
 fi
-exec "$@"
+exec "${envexec[@]}" "$@"

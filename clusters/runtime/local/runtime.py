@@ -42,8 +42,11 @@ from clusters.runtime.base import (
     StorageClassInfo,
     TaskManifest,
 )
+from clusters.runtime.local import launcher
 from clusters.runtime.local.scheduling import parse_quantity
 from clusters.runtime.local.supervision import pod_dir, socket_path
+from jobs.spec.host_paths import HostPathRefused
+from jobs.spec.inventory import check_cluster_host_paths
 
 CHUNK = 64 * 1024
 EXEC_READY_WAIT = 15.0  # seconds exec waits for a just-started Worker's namespaces
@@ -211,6 +214,11 @@ class LocalRuntime(Runtime):
         return out
 
     def apply_task(self, manifest: TaskManifest) -> None:
+        """Raises RuntimeFailure(reason="invalid") for a hostPath the cluster does not allow (nothing is sent)."""
+        try:
+            check_cluster_host_paths(self.cluster, manifest.workload)
+        except HostPathRefused as exc:
+            raise RuntimeFailure(f"hostPath refused: {exc}", "invalid") from None
         self._call("apply_task", with_nodes=True, manifest=dataclasses.asdict(manifest))
 
     def scale_task(self, namespace: str, task: str, replicas: int) -> None:
@@ -364,11 +372,6 @@ def _tail(f, lines: int) -> bytes:
     return b"\n".join(parts[-lines:])
 
 
-def _in_dir(workdir: str, cmd: list[str]) -> list[str]:
-    """``cmd`` started in ``workdir`` (``/`` when it does not exist), with no shell parsing of either."""
-    return ["/bin/sh", "-c", 'cd -- "$1" 2>/dev/null || cd /; shift; exec "$@"', "rlark-exec", workdir, *cmd]
-
-
 class LocalExecStream:
     """An interactive shell in a local Worker: ``nsenter`` into the Worker's user, mount, PID and
     UTS namespaces, the Worker's env and working directory, ``bash -l`` (else ``sh``) on a PTY.
@@ -382,8 +385,10 @@ class LocalExecStream:
         self._fd = master
         nsenter = shutil.which("nsenter") or "/usr/bin/nsenter"
         cmd = command or ["bash", "-l"]
-        # cd inside the Worker's mount namespace: nsenter's --wd resolves the path before entering it (the
-        # shell would sit in the host's /rlark/work, where it must not write).
+        # nsenter runs as the host's root with the fixed environment only; envexec.py applies the Worker's
+        # environment and changes to its working directory inside the Worker, after nsenter has become the
+        # job's unprivileged uid (nsenter's --wd would resolve the path before entering the mount namespace).
+        env_fd = launcher.env_memfd({**env, "TERM": env.get("TERM", "xterm-256color")})
         argv = [
             nsenter,
             "-t",
@@ -394,18 +399,22 @@ class LocalExecStream:
             "--uts",
             "--pid",
             "--",
-            *_in_dir(workdir, cmd),
+            *launcher.envexec_argv(env_fd, workdir, "fallback", cmd),
         ]
-        self._proc = subprocess.Popen(
-            argv,
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            env={**env, "TERM": env.get("TERM", "xterm-256color")},
-            start_new_session=True,
-            close_fds=True,
-            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),  # noqa: PLW1509
-        )
+        try:
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                env=launcher.CLEAN_ENV,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=(env_fd,),
+                preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),  # noqa: PLW1509
+            )
+        finally:
+            os.close(env_fd)
         os.close(slave)
 
     def write(self, data: bytes) -> None:

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from clusters.runtime.local import domain_members, idmap, launcher, netns, scheduling
+from jobs.spec import host_paths
 
 log = logging.getLogger("rlark.local_supervisor")
 
@@ -638,6 +639,29 @@ class Supervisor:
             raise ValueError(f"volume {name}: {source} leads out of the local runtime's storage")
         return real
 
+    def _host_path(self, host_path: dict[str, Any], name: str, ids: tuple[int, int] | None) -> Path:
+        """The checked real path of a hostPath volume. Checked first (``jobs.spec.host_paths.check_protected``:
+        no system directory, nothing of the console's but the host-path area ``<root>/host-paths``), then, for
+        ``DirectoryOrCreate``, a missing directory is made by the job's uid (``ids``), mode 0750, so it can only
+        appear where that uid may write. Raises ValueError (the Pod's CreateContainerError): a refused path
+        creates nothing."""
+        path = str(host_path.get("path") or "")
+        try:
+            real = Path(
+                host_paths.check_protected(path, map(str, self.hidden), [host_paths.host_path_area(str(self.root))])
+            )
+        except host_paths.HostPathRefused as exc:
+            raise ValueError(f"volume {name}: hostPath {path} is refused ({exc.code})") from None
+        if host_path.get("type") in (None, "", "DirectoryOrCreate") and not real.exists():
+            area = Path(host_paths.host_path_area(str(self.root)))
+            if real.is_relative_to(area):  # root-owned and hidden from every Worker: no one can race the mkdir
+                real.parent.mkdir(parents=True, exist_ok=True, mode=0o711)
+                real.mkdir(mode=0o750)
+                self._own(real, ids, 0o750)
+            else:
+                launcher.make_dir_as(real, ids, 0o750)
+        return real
+
     def _claim_dir(self, cluster: str, pvc: dict[str, Any]) -> Path:
         spec = pvc.get("spec") or {}
         meta = pvc.get("metadata") or {}
@@ -672,10 +696,7 @@ class Supervisor:
             kind = "bind"
             options = ""
             if "hostPath" in vol:
-                source = Path(vol["hostPath"].get("path") or "/")
-                if vol["hostPath"].get("type") in (None, "", "DirectoryOrCreate") and not source.exists():
-                    source.mkdir(parents=True, exist_ok=True)
-                    source.chmod(0o1777)
+                source = self._host_path(vol["hostPath"], vm.get("name", ""), ids)
             elif "persistentVolumeClaim" in vol:
                 claim = vol["persistentVolumeClaim"].get("claimName")
                 pvc = objects.get(("PersistentVolumeClaim", claim)) or {"metadata": {"name": claim}}
