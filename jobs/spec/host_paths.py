@@ -7,8 +7,9 @@ that confirmation is a cluster's list of allowed roots (``Cluster.host_path_root
 allowed). A path is allowed when, with symlinks and ``..`` resolved, it is one of the roots or lies below one,
 and it is none of :data:`ALWAYS_REFUSED` (nor below one; ``/`` itself) and does not overlap the console's own
 files (its checkout and state directory), with one exception: the local runtime's host-path area
-(``<RLARK_LOCAL_ROOT>/host-paths``, where the demo cluster's per-user root lives) is the console's to give out. A root may contain ``{user}``, replaced by the submitting user's
-name, which gives every user a directory of their own.
+(``<RLARK_LOCAL_ROOT>/host-paths``, where the demo cluster's per-user root lives) is the console's to give out.
+A root may contain ``{user}``, replaced by the submitting user's name, which gives every user a directory of
+their own.
 
 Everything here is checked *before* anything is created, so a refused mount creates nothing.
 """

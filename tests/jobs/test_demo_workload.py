@@ -87,15 +87,13 @@ def test_demo_helpers_read_the_charger_cluster_section():
 
 @pytest.mark.django_db
 def test_demo_job_yaml_is_a_valid_job_for_the_seeded_cluster():
+    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
+    from jobs.spec import host_paths
     from jobs.spec.inventory import Inventory
     from jobs.spec.validator import validate
-
-    from django.conf import settings
-
-    from jobs.spec import host_paths
 
     call_command("seed_demo", password="x-demo-pass-1")
     admin = get_user_model().objects.get(username="admin")
