@@ -5,9 +5,10 @@ keep them from outliving it as orphans:
 
 - :func:`die_with_parent` is a ``preexec_fn`` that asks Linux to signal the child when its parent dies
   (``prctl(PR_SET_PDEATHSIG)``); elsewhere it does nothing.
-- :func:`kill_group` signals the process group of a child that was started in a session of its own
-  (``start_new_session=True``), so whatever it started dies with it. A process group id cannot be given to a new
-  process while a member of the group lives, so signalling it reaches only the child's own descendants.
+- :func:`reap_with_group` kills the process group of a child that was started in a session of its own
+  (``start_new_session=True``) once the child has exited, so whatever it started dies with it. It signals before
+  reaping the child: the group id cannot be given to another process while the exited child is unreaped or a
+  member of the group lives, so the signal reaches only the child's own descendants.
 
 :class:`Record` keeps (PID, start time) pairs in a file, so a later process can stop orphans of an earlier one it
 can prove are ours (same PID and start time), and never touches a process by its name.
@@ -20,6 +21,7 @@ import ctypes
 import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -60,6 +62,22 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+def reap_with_group(proc: subprocess.Popen) -> int | None:
+    """``proc.poll()``, but when ``proc`` (started with ``start_new_session=True``) has exited, first SIGKILL what
+    remains of its process group while its unreaped exit still reserves the group's id, so no other process can
+    hold that id. The return code, or None while ``proc`` runs."""
+    if proc.returncode is not None:
+        return proc.returncode
+    try:
+        exited = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except (ChildProcessError, AttributeError):  # already reaped / no waitid on this platform
+        return proc.poll()
+    if exited is None:
+        return None
+    kill_group(proc.pid)
+    return proc.poll()
 
 
 def identity(pid: int) -> tuple[int, float] | None:

@@ -16,7 +16,7 @@ import time
 import psutil
 import pytest
 
-from rlark_console.lifecycle import Record, same_process
+from rlark_console.lifecycle import Record, reap_with_group, same_process
 from rlark_console.webserver import bind_when_free
 from tests.conftest import free_port
 
@@ -121,6 +121,28 @@ def test_the_signal_is_not_inherited_by_grandchildren():
         for pid in (child, grandchild):
             if not wait_gone(pid, 0):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_an_exited_child_has_its_group_killed_before_it_is_reaped():
+    # what runconsole does when a service exits: its leftovers (the web tier's daphne workers) die with it
+    proc = subprocess.Popen(
+        ["sh", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    left = int(proc.stdout.readline())
+    try:
+        assert reap_with_group(proc) is None  # running: nothing signalled
+        assert not wait_gone(left, 0.3)
+        os.kill(proc.pid, signal.SIGKILL)  # the leader only, as kill -9 would
+        deadline = time.monotonic() + 5
+        while (code := reap_with_group(proc)) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert code == -signal.SIGKILL
+        assert wait_gone(left, 5)
+        assert reap_with_group(proc) == -signal.SIGKILL  # reaped: the group is not signalled again
+    finally:
+        kill(proc)
+        if not wait_gone(left, 0):
+            os.kill(left, signal.SIGKILL)
 
 
 def test_record_names_orphans_only_when_their_leader_is_dead(tmp_path):

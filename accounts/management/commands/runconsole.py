@@ -26,7 +26,7 @@ from django.conf import settings
 from django.core.management import get_commands
 from django.core.management.base import BaseCommand
 
-from rlark_console.lifecycle import die_with_parent, kill_group
+from rlark_console.lifecycle import die_with_parent, reap_with_group
 
 STOP_TIMEOUT = 15.0
 
@@ -127,8 +127,8 @@ class Command(BaseCommand):
             time.sleep(0.5)
             ensure_supervisor()
             for name, proc in list(children.items()):
-                if proc.poll() is not None and not stopping:
-                    kill_group(proc.pid)  # what it started and left behind (its group: ours, not reusable)
+                # an exited child's leftovers (e.g. the web tier's daphne workers) are killed with its group
+                if reap_with_group(proc) is not None and not stopping:
                     if time.monotonic() - restarts.get(name, 0) < 2:
                         time.sleep(2)
                     self.stderr.write(f"{name} exited with code {proc.returncode}; restarting")
