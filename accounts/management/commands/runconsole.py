@@ -3,6 +3,11 @@ worker, Celery beat and the local-runtime supervisor, each as its own process gr
 restarted; Ctrl+C / SIGTERM stops the web server, Celery worker and beat (by process group, never by
 name).
 
+Nothing is left behind by a kill: every child but the local supervisor gets SIGTERM when runconsole dies
+(``rlark_console.lifecycle.die_with_parent``, also of SIGKILL), and a child that exits has what remains of its
+process group (e.g. the web tier's daphne workers) killed before it is started again, so the new one finds its
+port free.
+
 The local supervisor is started in a session of its own (log: ``<local root>/supervisor.log``) and is
 left running when runconsole stops, so local Workers keep running across a restart of the rest (issue 16,
 point 4); a runconsole that finds one running reuses it, and starts a new one whenever none is running.
@@ -20,6 +25,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management import get_commands
 from django.core.management.base import BaseCommand
+
+from rlark_console.lifecycle import die_with_parent, reap_with_group
 
 STOP_TIMEOUT = 15.0
 
@@ -100,7 +107,9 @@ class Command(BaseCommand):
                 os.close(fd)
 
         def start(name: str) -> None:
-            children[name] = subprocess.Popen(specs[name], start_new_session=True, cwd=settings.BASE_DIR)
+            children[name] = subprocess.Popen(
+                specs[name], start_new_session=True, cwd=settings.BASE_DIR, preexec_fn=die_with_parent()
+            )
 
         def stop_all(*_args) -> None:
             nonlocal stopping
@@ -118,7 +127,8 @@ class Command(BaseCommand):
             time.sleep(0.5)
             ensure_supervisor()
             for name, proc in list(children.items()):
-                if proc.poll() is not None and not stopping:
+                # an exited child's leftovers (e.g. the web tier's daphne workers) are killed with its group
+                if reap_with_group(proc) is not None and not stopping:
                     if time.monotonic() - restarts.get(name, 0) < 2:
                         time.sleep(2)
                     self.stderr.write(f"{name} exited with code {proc.returncode}; restarting")
