@@ -45,6 +45,7 @@ from jobs.services import log_archive
 from jobs.spec.conditions import set_condition
 from jobs.spec.layout import task_layout
 from jobs.spec.manifests import build_task_manifests
+from jobs.spec.ray_auth import job_token
 from storage.models import StorageClass
 
 logger = logging.getLogger(__name__)
@@ -170,7 +171,8 @@ def _manifests(job: Job, clusters: dict[str, Cluster]) -> dict[str, TaskManifest
     """Task name -> manifest, built by ``jobs.spec.manifests.build_task_manifests`` (shared by runtimes).
 
     Passes the job's own clusters, its SSH public keys (``spec.sshPublicKeys``, key lines), the
-    console -> Kubernetes StorageClass names of the storage app and the attached RLinf config.
+    console -> Kubernetes StorageClass names of the storage app, the attached RLinf config and the job's Ray
+    token (``jobs.spec.ray_auth``: derived, never stored).
     """
     storage_classes = {
         sc.name: str((sc.parameters or {}).get("storage_class_name") or sc.name)
@@ -185,6 +187,7 @@ def _manifests(job: Job, clusters: dict[str, Cluster]) -> dict[str, TaskManifest
         ssh_keys=keys,
         storage_classes=storage_classes,
         rlinf_config=job.rlinf_config,
+        ray_auth_token=job_token(job.pk, job.created_at.isoformat()),
     )
     return {m.task: m for m in built}
 

@@ -26,6 +26,8 @@ Source: upstream-rlark 4.1-4.7 **without its flaws** (issue 5):
   ``rlark.io/pvc-reclaim: Retain|Delete`` that ``delete_task`` honours. The default ``Delete`` removes the claim
   with its Task as upstream 4.9 does (kept on Stop); the data itself follows the StorageClass's reclaim policy
   (``Retain`` for the console's object-storage classes, upstream 13). ``reclaimPolicy: Retain`` keeps the claim.
+- Ray token authentication (:mod:`jobs.spec.ray_auth`): a Secret ``<task>-ray-auth`` per Task holding the job's
+  token (``extra_objects`` only) and ``RAY_AUTH_MODE=token`` / ``RAY_AUTH_TOKEN`` (``secretKeyRef``) on ``main``.
 - ``imagePullSecrets`` from the image registry that is the longest path-boundary prefix of the image (normalised
   as ``storage.services`` does: ``ubuntu`` is ``docker.io/library/ubuntu``) and has credentials; the
   Secret objects (with the decrypted password) are returned **only** in ``extra_objects``.
@@ -50,7 +52,7 @@ from typing import Any
 
 from clusters.models import ImageRegistry
 from clusters.runtime.base import TaskManifest
-from jobs.spec import network_sidecar
+from jobs.spec import network_sidecar, ray_auth
 from jobs.spec.layout import main_container, task_layout
 from jobs.spec.naming import head_service_name
 from jobs.spec.selectors import parse_selector, values_of
@@ -230,6 +232,7 @@ def build_task_manifests(
     storage_classes: Mapping[str, str] | None = None,
     pvc_policy: str = "Delete",
     rlinf_config: str = "",
+    ray_auth_token: str = "",
 ) -> list[TaskManifest]:
     """One TaskManifest per ``spec.tasks[]`` template, in order.
 
@@ -243,6 +246,9 @@ def build_task_manifests(
     - ``rlinf_config``: the RLinf Hydra YAML attached to the Job (text; may be empty). When given, every Worker
       gets it at ``/rlark/rlinf/config.yaml`` (ConfigMap ``<task>-rlinf-config``) and ``RLARK_RLINF_CONFIG``
       pointing there, so the run script uses exactly the config the console checked (rlinf.md 3, 8).
+    - ``ray_auth_token``: the Job's Ray token (:func:`jobs.spec.ray_auth.job_token`). When given, every Task gets
+      the Secret ``<task>-ray-auth`` in ``extra_objects`` and its ``main`` container ``RAY_AUTH_MODE=token`` and
+      ``RAY_AUTH_TOKEN`` from that Secret (:mod:`jobs.spec.ray_auth`); the token is in no other object.
 
     Raises ManifestError for an unknown cluster or a template without containers.
     """
@@ -318,6 +324,8 @@ def build_task_manifests(
                 )
                 mounts = [m for m in c.get("volumeMounts") or [] if m.get("name") not in (SCRIPTS_VOLUME, RLINF_VOLUME)]
                 c["volumeMounts"] = mounts + [{"name": SCRIPTS_VOLUME, "mountPath": SCRIPTS_MOUNT, "readOnly": True}]
+                if ray_auth_token:
+                    c["env"] += ray_auth.container_env(task)
                 if rlinf_config:
                     c["volumeMounts"].append({"name": RLINF_VOLUME, "mountPath": RLINF_MOUNT, "readOnly": True})
                     c["env"].append({"name": "RLARK_RLINF_CONFIG", "value": f"{RLINF_MOUNT}/{RLINF_FILE}"})
@@ -356,6 +364,9 @@ def build_task_manifests(
                 }
             )
         pod_spec["volumes"] = volumes
+        if ray_auth_token:
+            labels = {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_MANAGED: FIELD_MANAGER}
+            extra.append(ray_auth.secret(task, namespace, labels, ray_auth_token))
 
         # PVCs for every persistentVolumeClaim volume
         pvc_map = workload.get("pvcStorageMap") or {}

@@ -5,6 +5,8 @@ stop (replicas 0), start, delete (nothing left) - through the real controller an
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 
 import pytest
@@ -16,6 +18,7 @@ from clusters.runtime import registry
 from jobs.models import Job, Pod
 from jobs.services.sync import sync_all_clusters
 from jobs.spec.manifests import build_task_manifests
+from jobs.spec.ray_auth import job_token
 from storage.models import StorageClass
 from tests.fake_k8s.fixtures import MARKER_TOKEN, fake_k8s  # noqa: F401
 
@@ -122,9 +125,22 @@ def test_three_role_job_on_kubernetes(setup, fake_k8s, alice, client):  # noqa: 
         "flow-rollout-rlark-scripts",
     ]
     assert names(fake_k8s, "persistentvolumeclaims") == ["pvc-flow-actor-mnt-ckpt"]
-    assert names(fake_k8s, "secrets") == ["rlark-registry-corp"]
+    token = job_token(job.pk, job.created_at.isoformat())
+    assert names(fake_k8s, "secrets") == [
+        "flow-actor-ray-auth",
+        "flow-env-ray-auth",
+        "flow-rollout-ray-auth",
+        "rlark-registry-corp",
+    ]
+    for task in ("flow-actor", "flow-env", "flow-rollout"):  # the job's Ray token, one Secret per Task
+        assert base64.b64decode(fake_k8s.get("secrets", NS, f"{task}-ray-auth")["data"]["token"]).decode() == token
     expected = build_task_manifests(
-        "flow", job.spec, clusters={"gpu-a": cluster}, ssh_keys=[], storage_classes={"oss-ckpt": "rclone-ckpt"}
+        "flow",
+        job.spec,
+        clusters={"gpu-a": cluster},
+        ssh_keys=[],
+        storage_classes={"oss-ckpt": "rclone-ckpt"},
+        ray_auth_token=token,
     )
     for m in expected:
         assert fake_k8s.get("statefulsets", NS, m.task)["spec"] == m.workload["spec"]
@@ -150,8 +166,10 @@ def test_three_role_job_on_kubernetes(setup, fake_k8s, alice, client):  # noqa: 
     assert {n: (p.phase, p.node) for n, p in pods.items()} == {n: ("Running", node) for n, node in nodes.items()}
     job.refresh_from_db()
     assert job.phase == "Running"
+    assert token not in json.dumps(job.spec) and token not in api.get("/api/v1/jobs/flow/").content.decode()
     client.force_login(alice)
     html = client.get("/jobs/flow/", {"tab": "workers"}).content.decode()
+    assert token not in html and token not in client.get("/jobs/flow/", {"tab": "yaml"}).content.decode()
     for pod in nodes:
         assert pod in html
     assert "10.244.1.1" in html

@@ -514,12 +514,14 @@ class KubernetesRuntime(Runtime):
             raise
 
     def delete_task(self, namespace: str, task: str, delete_storage: bool = False) -> None:
-        """StatefulSet (cascading to its Pods), head Service, scripts ConfigMap, PVCs whose policy annotation is
-        ``Delete`` (all of them with ``delete_storage``), and registry Secrets no remaining workload uses."""
+        """StatefulSet (cascading to its Pods), head Service, scripts ConfigMap, Ray token Secret, PVCs whose policy
+        annotation is ``Delete`` (all of them with ``delete_storage``), and registry Secrets no remaining workload
+        uses."""
         body = k8s.V1DeleteOptions(propagation_policy="Background")
         self._ignore_404(self.apps.delete_namespaced_stateful_set, task, namespace, body=body, what=f"sts {task}")
         self._ignore_404(self.core.delete_namespaced_service, f"{task}-ray-head", namespace, what="service")
         self._ignore_404(self.core.delete_namespaced_config_map, f"{task}-rlark-scripts", namespace, what="configmap")
+        self._ignore_404(self.core.delete_namespaced_secret, f"{task}-ray-auth", namespace, what="secret")
         selector = f"rlinf.io/task={task}"
         pvcs = self._json(self.core.list_namespaced_persistent_volume_claim, namespace, label_selector=selector)
         for pvc in pvcs.get("items") or []:

@@ -52,7 +52,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from clusters.runtime.local import domain_members, idmap, launcher, netns, scheduling
+from clusters.runtime.local import domain_members, idmap, launcher, netns, ray_auth, scheduling
 from jobs.spec import host_paths
 
 log = logging.getLogger("rlark.local_supervisor")
@@ -311,6 +311,8 @@ class Supervisor:
         }
 
     def op_apply_task(self, cluster: str, manifest: dict[str, Any]) -> None:
+        manifest, token = ray_auth.take_token(manifest)  # the job's Ray token goes to a root-only file, not state.json
+        ray_auth.store(self.root, manifest["job"], token)
         key = _key(cluster, manifest["task"])
         old = self.state["tasks"].get(key)
         task = {
@@ -356,6 +358,8 @@ class Supervisor:
             job = self.state["jobs"].pop(jkey, None)
             if job:
                 self._free_block(job.get("gcs_port"))
+        if not any(x["job"] == t["job"] for x in self.state["tasks"].values()):
+            ray_auth.forget(self.root, t["job"])
         self._dirty = True
         self.wake.set()
 
@@ -790,6 +794,7 @@ class Supervisor:
         if user_path is not None:
             env["PATH"] = user_path
         env["POD_NAME"] = pod["name"]
+        env.update(ray_auth.worker_env())  # the token's path, never the token
         address = self._net_address(pod["cluster"], pod["name"])
         if address:  # an isolated cluster (issue 13): the Worker's own netns, so upstream's fixed Ray port
             member = self.state.get("domains", {}).get(_key(pod["cluster"], pod["name"]))
@@ -892,6 +897,7 @@ class Supervisor:
             for target in ("/dev/shm", "/var/tmp"):
                 if target not in taken:
                     mounts.append(launcher.Mount("tmpfs", "tmpfs", target, options="size=50%,mode=1777"))
+        mounts.append(ray_auth.worker_mount(self.root, t["job"], ids))
         env = self._env(t, pod, main)
         address = self._net_address(pod["cluster"], pod["name"])
         ns_path = None

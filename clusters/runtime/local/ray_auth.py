@@ -1,0 +1,120 @@
+"""Ray token authentication on the local runtime: one token per job, given to its Workers as a file.
+
+All local Workers share the host's loopback, where every job's GCS, dashboard and dashboard agent listen; with
+Ray's token authentication (``RAY_AUTH_MODE=token``, see :mod:`jobs.spec.ray_auth`) another job's Worker that
+connects is refused. Files under the supervisor's state root ``<root>`` (hidden from every Worker)::
+
+    ray-auth/                  0700, the supervisor's
+    ray-auth/<job>.token       0600, the supervisor's: the job's token (64 hex characters)
+    ray-auth/<job>/token       0400, the job's host uid: the copy its Workers read, in a 0755 directory bind-mounted
+                               read-only at /rlark/ray-auth, so RAY_AUTH_TOKEN_PATH=/rlark/ray-auth/token
+
+The token is the one the console put in the Task's ray-auth Secret (:func:`take_token`; the same token as the job's
+Workers on other clusters), or, for a manifest without one, ``secrets.token_hex(32)`` made here. It is kept out of
+``state.json``, the Worker's environment (only the path is there) and the logs. One token per job name on this
+supervisor, removed with the job's last Task (:func:`forget`). Errors: ``ValueError`` for a job name that is not a
+DNS label; ``OSError`` from the file system.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import secrets
+import shutil
+from pathlib import Path
+from typing import Any
+
+from clusters.runtime.local import launcher
+from jobs.spec import ray_auth as job_auth
+
+MOUNT = "/rlark/ray-auth"
+TOKEN_FILE = "token"
+_JOB = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def _dir(root: Path) -> Path:
+    path = Path(root) / "ray-auth"
+    path.mkdir(mode=0o700, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
+def _job(job: str) -> str:
+    if not _JOB.fullmatch(job):
+        raise ValueError(f"invalid job name {job!r}")
+    return job
+
+
+def _write(path: Path, text: str, mode: int, uid: int | None = None) -> None:
+    """Write ``text`` to ``path`` with ``mode`` (and owner ``uid``) through a fresh file, never through a link."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+    if uid is not None:
+        os.chown(tmp, uid, uid, follow_symlinks=False)
+    tmp.chmod(mode)
+    os.replace(tmp, path)
+
+
+def take_token(manifest: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """``(manifest without the token, token)``: the token of the Task's ray-auth Secret (``extra_objects``), whose
+    ``data`` is dropped from the returned copy so the token never reaches ``state.json``; ``None`` when the manifest
+    carries none. ``manifest`` is the wire form of a ``TaskManifest`` (a dict); it is not changed."""
+    objects = list(manifest.get("extra_objects") or [])
+    token = None
+    kept = []
+    for obj in objects:
+        found = job_auth.token_of(obj)
+        if found is not None:
+            token = found
+            obj = {k: copy.deepcopy(v) for k, v in obj.items() if k not in ("data", "stringData")}
+        kept.append(obj)
+    if token is None:
+        return manifest, None
+    return {**manifest, "extra_objects": kept}, token
+
+
+def store(root: Path, job: str, token: str | None = None) -> str:
+    """Make sure the job has a token in ``<root>/ray-auth/<job>.token`` (0600); ``token`` (from the console)
+    replaces a different one, else an existing one is kept, else a new one is made. Returns the token."""
+    path = _dir(root) / f"{_job(job)}.token"
+    try:
+        current = path.read_text().strip()
+    except FileNotFoundError:
+        current = ""
+    wanted = token or current or secrets.token_hex(32)
+    if wanted != current:
+        _write(path, wanted, 0o600)
+    return wanted
+
+
+def worker_mount(root: Path, job: str, ids: tuple[int, int] | None) -> launcher.Mount:
+    """The job's Worker-readable copy of its token (owned by the job's host uid ``ids[0]``, 0400; the supervisor's
+    own uid when ``ids`` is None), refreshed from the job's token, as a read-only bind mount at :data:`MOUNT`."""
+    token = store(root, job)
+    wdir = _dir(root) / _job(job)
+    if wdir.is_symlink() or (wdir.exists() and not wdir.is_dir()):
+        wdir.unlink()
+    wdir.mkdir(mode=0o755, exist_ok=True)
+    os.chown(wdir, os.geteuid(), os.getegid(), follow_symlinks=False)
+    wdir.chmod(0o755)
+    _write(wdir / TOKEN_FILE, token, 0o400, ids[0] if ids is not None else None)
+    return launcher.Mount("bind", str(wdir), MOUNT, read_only=True)
+
+
+def worker_env() -> dict[str, str]:
+    """What the Worker's environment gets (set after the Pod's own env): token mode and the token file's path."""
+    return {job_auth.AUTH_MODE_VAR: job_auth.MODE_TOKEN, job_auth.TOKEN_PATH_VAR: f"{MOUNT}/{TOKEN_FILE}"}
+
+
+def forget(root: Path, job: str) -> None:
+    """Remove the job's token and its Workers' copy (its last Task is gone)."""
+    base = Path(root) / "ray-auth"
+    (base / f"{_job(job)}.token").unlink(missing_ok=True)
+    shutil.rmtree(base / job, ignore_errors=True)
