@@ -227,6 +227,7 @@ def drops_and_reconnects(tier: Tier, pod: str, check) -> tuple[int, set[int]]:
         reattached += 1
     ws.send(json.dumps({"type": "bye"}))
     ws.close()
+    print(f"reattached {reattached} of {DROPS}; connections served by {len(served - {None})} workers")
     assert not failures, f"reattached {reattached} of {DROPS}; new shells: {failures}"
     return reattached, served
 
