@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 ALWAYS_REFUSED = ("/usr", "/etc", "/root", "/boot", "/proc", "/sys", "/var/lib", "/dev", "/bin", "/sbin", "/lib")
 MAX_ROOTS = 32
@@ -176,3 +177,28 @@ def check_workload(workload: dict, policy: HostPathPolicy) -> None:
         except HostPathRefused as exc:
             exc.params["volume"] = name
             raise
+
+
+def host_path_policy(roots_text: str) -> HostPathPolicy:
+    """:func:`policy_for` with this console's checkout, state directory and local root (Django settings)."""
+    from django.conf import settings  # read when called: the local supervisor imports this module too
+
+    return policy_for(roots_text, str(settings.BASE_DIR), str(settings.VAR_DIR), str(settings.RLARK_LOCAL_ROOT))
+
+
+def check_cluster_host_paths(cluster: Any, workload: dict) -> None:
+    """A runtime's last check before it writes a Task: every hostPath volume of ``workload`` is allowed by
+    ``cluster`` (a ``clusters.models.Cluster``: ``allow_host_path`` and its ``host_path_roots``). Objects without
+    ``host_path_roots`` (test doubles of a cluster) are checked against the always-refused paths only. Raises
+    jobs.spec.host_paths.HostPathRefused."""
+    volumes = workload_host_paths(workload)
+    if not volumes:
+        return
+    if not hasattr(cluster, "host_path_roots"):
+        policy = host_path_policy("")
+        for _name, path, _type in volumes:
+            check_protected(path, policy.protected, policy.exempt)
+        return
+    if not cluster.allow_host_path:
+        raise HostPathRefused("host_path_not_allowed", cluster=cluster.name, path=volumes[0][1])
+    check_workload(workload, host_path_policy(cluster.host_path_roots))

@@ -9,19 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
-
 from clusters.models import Cluster, ImageRegistry, Node
 from domains.models import Domain
 from jobs.models import Pod
-from jobs.spec.host_paths import (
-    HostPathPolicy,
-    HostPathRefused,
-    check_protected,
-    check_workload,
-    policy_for,
-    workload_host_paths,
-)
+from jobs.spec.host_paths import HostPathPolicy, host_path_policy
 from jobs.spec.layout import main_container
 from jobs.spec.quantity import parse_quantity
 from sshkeys.models import SSHPublicKey
@@ -79,29 +70,6 @@ class RegistryInfo:
     registry: str
     public: bool = False
     has_credentials: bool = False
-
-
-def host_path_policy(roots_text: str) -> HostPathPolicy:
-    """:func:`jobs.spec.host_paths.policy_for` with this console's checkout, state directory and local root."""
-    return policy_for(roots_text, str(settings.BASE_DIR), str(settings.VAR_DIR), str(settings.RLARK_LOCAL_ROOT))
-
-
-def check_cluster_host_paths(cluster: Any, workload: dict) -> None:
-    """A runtime's last check before it writes a Task: every hostPath volume of ``workload`` is allowed by
-    ``cluster`` (a ``clusters.models.Cluster``: ``allow_host_path`` and its ``host_path_roots``). Objects without
-    ``host_path_roots`` (test doubles of a cluster) are checked against the always-refused paths only. Raises
-    jobs.spec.host_paths.HostPathRefused."""
-    volumes = workload_host_paths(workload)
-    if not volumes:
-        return
-    if not hasattr(cluster, "host_path_roots"):
-        policy = host_path_policy("")
-        for _name, path, _type in volumes:
-            check_protected(path, policy.protected, policy.exempt)
-        return
-    if not cluster.allow_host_path:
-        raise HostPathRefused("host_path_not_allowed", cluster=cluster.name, path=volumes[0][1])
-    check_workload(workload, host_path_policy(cluster.host_path_roots))
 
 
 @dataclass

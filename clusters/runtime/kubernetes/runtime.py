@@ -39,8 +39,7 @@ from clusters.runtime.base import (
 )
 from clusters.runtime.containers import from_pod as containers_of
 from clusters.runtime.kubernetes.client import api_client_for, server_url, timeouts, translate
-from jobs.spec.host_paths import HostPathRefused
-from jobs.spec.inventory import check_cluster_host_paths
+from jobs.spec.host_paths import HostPathRefused, check_cluster_host_paths
 from jobs.spec.quantity import parse_quantity
 
 logger = logging.getLogger("rlark.k8s")
