@@ -9,12 +9,14 @@ PORT ?= $(or $(RLARK_PORT),8000)
 
 install: $(VENV)/.installed static/vendor/.installed locale-compiled local-runtime-deps
 
-# A root console runs local Workers as subordinate uids: newuidmap/newgidmap come from Debian's uidmap.
+# A root console runs local Workers as subordinate uids (newuidmap/newgidmap from Debian's uidmap), each job in
+# a network namespace of its own behind a host guard (iptables).
 local-runtime-deps:
-	@if [ "$$(id -u)" = 0 ] && { ! command -v newuidmap >/dev/null || ! command -v newgidmap >/dev/null; } \
-	  && command -v apt-get >/dev/null; then echo "installing Debian uidmap for the local runtime"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq uidmap) \
-	  >/dev/null 2>&1 || echo "could not install uidmap"; fi
+	@if [ "$$(id -u)" = 0 ] && { ! command -v newuidmap >/dev/null || ! command -v newgidmap >/dev/null \
+	  || ! command -v iptables >/dev/null; } && command -v apt-get >/dev/null; then \
+	  echo "installing Debian uidmap and iptables for the local runtime"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq uidmap iptables) \
+	  >/dev/null 2>&1 || echo "could not install uidmap and iptables"; fi
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'

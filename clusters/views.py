@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from clusters.models import Cluster, Node
 from clusters.runtime.base import RuntimeFailure
+from clusters.runtime.local import tenancy
 from clusters.services.nodes import cluster_summary, filter_nodes, match_nodes, node_summary
 from clusters.services.registration import set_cordon
 from clusters.system_nodes import show_system_nodes
@@ -40,6 +41,7 @@ def clusters_page(request: HttpRequest) -> HttpResponse:
     show_system = show_system_nodes(request.user, q)
     shown = filter_nodes(all_nodes, **filters, system=show_system)
     blocks = []
+    single_user = tenancy.single_user()
     for c in clusters:
         if filters["cluster"] and c.name != filters["cluster"]:
             continue
@@ -54,6 +56,7 @@ def clusters_page(request: HttpRequest) -> HttpResponse:
                 "offline_nodes": total - online,
                 "online_rate": f"{(100 * online / total):.0f}%" if total else "—",
                 "nodes": [node_summary(n) for n in nodes],
+                "single_user": single_user and c.runtime == Cluster.Runtime.LOCAL,
             }
         )
     context = {

@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 
 from accounts import policy
 from accounts.audit import record
+from clusters.runtime.local import tenancy
 from jobs.models import Job
 from jobs.services import controller
 from jobs.spec.document import (
@@ -89,7 +90,27 @@ def check_document(
         return None, ValidationResult(problems)
     document = normalize(document)
     inventory = Inventory.from_db(user, exclude_job=exclude_job, key_owners=key_owners)
-    return document, validate(document, inventory, rlinf_config=rlinf_config or None)
+    result = validate(document, inventory, rlinf_config=rlinf_config or None)
+    result.problems.extend(_single_user_problems(document, user, exclude_job))
+    return document, result
+
+
+def _single_user_problems(document: dict, user, exclude_job: Job | None) -> list[Problem]:
+    """``local_cluster_single_user`` for each local cluster of ``document`` that is single-user on this console
+    (clusters.runtime.local.tenancy) while another user's job is active there."""
+    if user is None or not tenancy.single_user():
+        return []
+    problems = []
+    first: dict[str, int] = {}  # cluster -> index of its first Task template
+    for i, t in enumerate((document.get("spec") or {}).get("tasks") or []):
+        if isinstance(t, dict) and isinstance(t.get("cluster"), str) and t["cluster"]:
+            first.setdefault(t["cluster"], i)
+    for name, i in first.items():
+        others = tenancy.occupants(name, user, exclude_job=exclude_job)
+        if others:
+            params = {"cluster": name, "users": ", ".join(others)}
+            problems.append(Problem(f"spec.tasks[{i}].cluster", "local_cluster_single_user", params))
+    return problems
 
 
 def _rlinf(rlinf_config: Any, rlinf_config_text: Any) -> str:

@@ -213,6 +213,13 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "集群 {cluster} 未允许主机目录挂载（{role}）。",
         "Cluster {cluster} does not allow host directory mounts ({role}).",
     ),
+    "local_cluster_single_user": (
+        "集群 {cluster} 是单用户集群：控制台不以 root 运行，无法为每个任务创建独立的网络，"
+        "而 {users} 的任务正在其上运行。请等待这些任务结束或停止，或请管理员以 root 运行控制台。",
+        "Cluster {cluster} is single-user: the console does not run as root, so it cannot give each job a network of"
+        " its own, and jobs of {users} are active on it. Wait until they end or are stopped, or ask the administrator"
+        " to run the console as root.",
+    ),
     "host_path_relative": (
         "{role} 的主机目录 {host_path} 必须是绝对路径。",
         "The host path {host_path} of {role} must be an absolute path.",

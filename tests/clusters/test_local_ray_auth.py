@@ -1,6 +1,8 @@
 """Ray token authentication between local jobs, on real Ray (marker ``ray``).
 
-Every local Worker shares the host's loopback, where each job's GCS, dashboard and dashboard agent listen. From
+With job networks off (``RLARK_LOCAL_JOB_NETWORKS=0``, what an unprivileged console runs: every local Worker
+shares the host's loopback, where each job's GCS, dashboard and dashboard agent listen), authentication alone
+must keep one job out of another: from
 job A's head (its run script), B's dashboard-agent job API (the "ShadowRay" POST), B's dashboard job API and B's
 GCS must refuse A, with A's token and with none; B's own run script still reaches its cluster with ``ray.init``
 and ``ray job submit``. The token stays out of ``state.json``, the Pods' env and logs."""
@@ -94,7 +96,7 @@ def log_of(root: Path, pod: str) -> str:
 
 def test_another_jobs_worker_is_refused_by_gcs_dashboard_and_agent(tmp_path):
     root = tmp_path / "root"
-    sup = SupervisorProcess(root, RLARK_LOCAL_RAY_DASHBOARD="1").start()
+    sup = SupervisorProcess(root, RLARK_LOCAL_RAY_DASHBOARD="1", RLARK_LOCAL_JOB_NETWORKS="0").start()
     rt = sup.runtime(NODES)
     try:
         rt.apply_task(manifest("jobb", "header", head=True, run=B_RUN))

@@ -158,7 +158,7 @@ def hold(sup: Any, pkey: str, pod: dict[str, Any], pdir: Path) -> str:
     member = sup.state.setdefault("domains", {}).get(pkey)
     if not member:
         return WAITING_MESSAGE
-    ns = netns.pod_netns(pod["cluster"], pod["name"])
+    ns = netns.pod_netns(pod.get("net") or pod["cluster"], pod["name"])
     if not netns.exists(ns):
         return WAITING_MESSAGE  # created by the supervisor's _start before the agent runs
     if not _alive(pod.get("agent_pid")):

@@ -18,6 +18,16 @@ supervisor's ``state["networks"]``) and a Worker with index ``p`` (2..254)::
 - The Worker's root is an id-mapped user namespace created after joining the netns (``launcher``), so it holds no
   capability over it: it can change neither addresses nor routes.
 
+A **job network** is the same layout for one job of a cluster that is not isolated as a whole: its key is
+``<cluster>+<job>`` where a cluster's key is its name, so a job's Workers reach each other and the console's
+address and nothing else; it is made with the job's first Worker and removed with its last (supervision.py).
+
+The host guard (:func:`ensure_guard`): the host's ``INPUT`` and ``FORWARD`` chains send every packet from the
+Workers' range ``100.64.0.0/10`` to the chain ``RLARK-WORKERS``, which accepts replies to connections the host
+opened and new TCP connections to the console's published ports at :data:`CONSOLE_ADDRESS` only, and drops the
+rest: a Worker reaches neither a service the host listens for on every address (sshd, a database) nor, through
+the host, another network.
+
 Names: every namespace made here starts with ``rlark-``; interface names are at most 15 characters. Deleting a
 Worker netns removes its veth pair; deleting a cluster netns removes the bridge and the host veth with it.
 Errors: :class:`NetworkError` with the failing ``ip`` command's message.
@@ -34,6 +44,45 @@ from pathlib import Path
 PREFIX = "rlark-"
 CONSOLE_ADDRESS = "100.127.255.1"
 NETNS_DIR = Path("/run/netns")
+WORKER_RANGE = "100.64.0.0/10"
+GUARD_CHAIN = "RLARK-WORKERS"
+
+
+def job_network_key(cluster: str, job: str) -> str:
+    """The network key of ``job``'s own network on ``cluster`` (see the module docstring)."""
+    return f"{cluster}+{job}"
+
+
+def _iptables(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["iptables", "-w", "5", *args], capture_output=True, text=True, timeout=30)
+    if check and proc.returncode != 0:
+        raise NetworkError(f"iptables {' '.join(args)}: {proc.stderr.strip() or proc.returncode}")
+    return proc
+
+
+def ensure_guard(ports: list[int]) -> None:
+    """Install (or refresh) the host guard allowing new TCP connections from Workers to ``ports`` on
+    :data:`CONSOLE_ADDRESS` only. Idempotent. Raises NetworkError when iptables fails."""
+    if _iptables("-n", "-L", GUARD_CHAIN, check=False).returncode != 0:
+        _iptables("-N", GUARD_CHAIN)
+    _iptables("-F", GUARD_CHAIN)
+    _iptables("-A", GUARD_CHAIN, "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT")
+    for port in sorted({int(p) for p in ports}):
+        _iptables("-A", GUARD_CHAIN, "-d", CONSOLE_ADDRESS, "-p", "tcp", "--dport", str(port), "-j", "ACCEPT")
+    _iptables("-A", GUARD_CHAIN, "-j", "DROP")
+    for hook in ("INPUT", "FORWARD"):
+        rule = (hook, "-s", WORKER_RANGE, "-j", GUARD_CHAIN)
+        if _iptables("-C", *rule, check=False).returncode != 0:
+            _iptables("-I", *rule)
+
+
+def remove_guard() -> None:
+    """Remove the host guard (no Worker network is left). Never fails."""
+    for hook in ("INPUT", "FORWARD"):
+        while _iptables("-D", hook, "-s", WORKER_RANGE, "-j", GUARD_CHAIN, check=False).returncode == 0:
+            pass
+    _iptables("-F", GUARD_CHAIN, check=False)
+    _iptables("-X", GUARD_CHAIN, check=False)
 
 
 class NetworkError(RuntimeError):
@@ -46,6 +95,8 @@ def available() -> tuple[bool, str]:
         return False, "isolated networks need the local runtime supervisor to run as root"
     if not shutil.which("ip"):
         return False, "the ip command (iproute2) is missing"
+    if not shutil.which("iptables"):
+        return False, "the iptables command is missing"
     return True, ""
 
 

@@ -144,6 +144,11 @@ class Supervisor:
             except idmap.IdMapUnavailable as exc:
                 self.ids_error = str(exc)
                 log.error("%s; no Worker will start", exc)
+        # Every job in a network of its own (netns.py), unless RLARK_LOCAL_JOB_NETWORKS=0 or this supervisor cannot
+        # make one (not root): then the local cluster is single-user (clusters.services.local_tenancy).
+        self.job_networks = os.environ.get("RLARK_LOCAL_JOB_NETWORKS", "1") != "0" and netns.available()[0]
+        # the console's ports a Worker may open at netns.CONSOLE_ADDRESS: the network-domain relay
+        self.published_ports = [int(os.environ.get("RLARK_DOMAIN_RELAY_PORT", "2223"))]
         extra = [p for p in os.environ.get("RLARK_LOCAL_HIDE", "").split(os.pathsep) if p]
         self.hidden = launcher.hidden_roots([self.root, *extra])
         self._load()
@@ -263,7 +268,13 @@ class Supervisor:
 
     # ---- ops ---------------------------------------------------------------------------------
     def op_ping(self) -> dict[str, Any]:
-        return {"pid": os.getpid(), "root": str(self.root), "pods": len(self.state["pods"])}
+        """``pid``, ``root``, ``pods`` (count) and ``job_networks`` (each job gets a network of its own)."""
+        return {
+            "pid": os.getpid(),
+            "root": str(self.root),
+            "pods": len(self.state["pods"]),
+            "job_networks": self.job_networks,
+        }
 
     def op_set_nodes(self, cluster: str, nodes: list[dict[str, Any]]) -> None:
         if self.state["clusters"].get(cluster, {}).get("nodes") != nodes:
@@ -295,6 +306,12 @@ class Supervisor:
             self._dirty = True
         if netns.available()[0]:
             netns.delete_cluster(cluster)
+            self._drop_guard_if_unused()
+
+    def _drop_guard_if_unused(self) -> None:
+        """Remove the host guard once no network of this supervisor is left (it protects nothing then)."""
+        if not self.state.get("networks") and netns.available()[0]:
+            netns.remove_guard()
 
     def op_set_domain_members(self, cluster: str, members: dict[str, Any]) -> dict[str, Any]:
         """The console's view of the cluster's domain members (``{pod: membership}``, domain_members.py); returns
@@ -562,10 +579,15 @@ class Supervisor:
         self._free_block(pod.get("port_base"))
         self.cpu_samples.pop(pkey, None)
         domain_members.stop_agent(pod)
-        net = self.state.setdefault("networks", {}).get(pod["cluster"])
+        key = pod.get("net") or pod["cluster"]
+        net = self.state.setdefault("networks", {}).get(key)
         if net is not None:
             net.get("pods", {}).pop(pod["name"], None)
-            netns.delete_pod_netns(netns.pod_netns(pod["cluster"], pod["name"]))
+            netns.delete_pod_netns(netns.pod_netns(key, pod["name"]))
+            if key != pod["cluster"] and not net.get("pods"):  # the job's last Worker: its network goes too
+                self.state["networks"].pop(key, None)
+                netns.delete_cluster(key)
+                self._drop_guard_if_unused()
         shutil.rmtree(pod_dir(self.root, pod["cluster"], pod["name"]), ignore_errors=True)
         self._dirty = True
 
@@ -610,7 +632,7 @@ class Supervisor:
                     pod["container"]["message"] = f"back-off restarting failed container main in pod {pod['name']}"
                     self._dirty = True
                 continue
-            if domain_members.is_member(t) and self._net_address(pod["cluster"], pod["name"]):
+            if domain_members.is_member(t) and self._net_address(pod["cluster"], pod["job"], pod["name"]):
                 try:
                     self._prepare_network(pod)
                     why = domain_members.hold(self, pkey, pod, pod_dir(self.root, pod["cluster"], pod["name"]))
@@ -795,8 +817,8 @@ class Supervisor:
             env["PATH"] = user_path
         env["POD_NAME"] = pod["name"]
         env.update(ray_auth.worker_env())  # the token's path, never the token
-        address = self._net_address(pod["cluster"], pod["name"])
-        if address:  # an isolated cluster (issue 13): the Worker's own netns, so upstream's fixed Ray port
+        address = self._net_address(pod["cluster"], pod["job"], pod["name"])
+        if address:  # a network namespace of its own (issue 13): the Worker's own netns, so upstream's fixed Ray port
             member = self.state.get("domains", {}).get(_key(pod["cluster"], pod["name"]))
             env["RLARK_LOCAL_NODE_IP"] = member["ip"] if member else address
             if t["ray_role"] == "head":
@@ -812,12 +834,32 @@ class Supervisor:
         env["RLARK_POD_PATH"] = env["PATH"]
         return env
 
-    def _net_address(self, cluster: str, pod: str, allocate: bool = True) -> str:
-        """The Worker's address on its isolated cluster's bridge (netns.py), "" for a cluster that is not isolated.
-        Stable per Pod name (a restarted Worker keeps it); allocated on first use unless ``allocate`` is False."""
-        net = self.state.setdefault("networks", {}).get(cluster)
-        if net is None:
+    def _net_key(self, cluster: str, job: str) -> str | None:
+        """The key of the network a Worker of ``job`` joins: its cluster's when the whole cluster is isolated, else
+        the job's own (``netns.job_network_key``) when this supervisor makes job networks, else None (the host's
+        network: an unprivileged supervisor, whose cluster is single-user)."""
+        if cluster in self.state.setdefault("networks", {}):
+            return cluster
+        return netns.job_network_key(cluster, job) if self.job_networks else None
+
+    def _net_address(self, cluster: str, job: str, pod: str, allocate: bool = True) -> str:
+        """The Worker's address on its network's bridge (netns.py), "" when it has none (:meth:`_net_key`). Stable
+        per Pod name (a restarted Worker keeps it); allocated on first use unless ``allocate`` is False, the job
+        network with it. Raises RuntimeError when no network index or address is left."""
+        key = self._net_key(cluster, job)
+        if key is None:
             return ""
+        nets = self.state["networks"]
+        net = nets.get(key)
+        if net is None:
+            if not allocate:
+                return ""
+            used = {n["index"] for n in nets.values()}
+            free = [i for i in range(1, 254) if i not in used]
+            if not free:
+                raise RuntimeError("no free network left for a job (at most 253 networks at once)")
+            net = nets[key] = {"index": free[0], "pods": {}, "job": job}
+            self._dirty = True
         pods = net.setdefault("pods", {})
         if pod not in pods:
             if not allocate:
@@ -825,16 +867,22 @@ class Supervisor:
             used = set(pods.values())
             free = [i for i in range(2, 255) if i not in used]
             if not free:
-                raise RuntimeError(f"no free address left on cluster {cluster}'s network")
+                raise RuntimeError(f"no free address left on network {key}")
             pods[pod] = free[0]
             self._dirty = True
         return netns.pod_address(net["index"], pods[pod])
 
     def _prepare_network(self, pod: dict[str, Any]) -> None:
-        """The Worker's netns and its agent's files, before its ``main`` container (domain members)."""
-        net = self.state["networks"][pod["cluster"]]
-        netns.ensure_cluster(pod["cluster"], net["index"])
-        netns.ensure_pod(pod["cluster"], net["index"], pod["name"], net["pods"][pod["name"]])
+        """The Worker's netns and its agent's files, before its ``main`` container (domain members). Records the
+        network's key on the Pod (``pod["net"]``) and keeps the host guard in place."""
+        key = self._net_key(pod["cluster"], pod["job"])
+        net = self.state["networks"][key]
+        netns.ensure_guard(self.published_ports)
+        netns.ensure_cluster(key, net["index"])
+        netns.ensure_pod(key, net["index"], pod["name"], net["pods"][pod["name"]])
+        if pod.get("net") != key:
+            pod["net"] = key
+            self._dirty = True
         member = self.state.get("domains", {}).get(_key(pod["cluster"], pod["name"]))
         pdir = pod_dir(self.root, pod["cluster"], pod["name"])
         if member and not (domain_members.agent_dir(pdir) / "config.json").exists():
@@ -899,14 +947,14 @@ class Supervisor:
                     mounts.append(launcher.Mount("tmpfs", "tmpfs", target, options="size=50%,mode=1777"))
         mounts.append(ray_auth.worker_mount(self.root, t["job"], ids))
         env = self._env(t, pod, main)
-        address = self._net_address(pod["cluster"], pod["name"])
+        address = self._net_address(pod["cluster"], pod["job"], pod["name"])
         ns_path = None
         if address:
             self._prepare_network(pod)
-            ns_path = netns.netns_path(netns.pod_netns(pod["cluster"], pod["name"]))
+            ns_path = netns.netns_path(netns.pod_netns(pod["net"], pod["name"]))
             member = self.state.get("domains", {}).get(pkey) or {}
             head_task = t.get("head_task") or ""
-            head = self._net_address(pod["cluster"], f"{head_task}-0", allocate=False)
+            head = self._net_address(pod["cluster"], pod["job"], f"{head_task}-0", allocate=False)
             # the headless Service's name, as cluster DNS would answer it (only for a head in this cluster)
             services = {f"{head_task}-ray-head": head} if head and head_task else {}
             pod["hosts_services"] = services

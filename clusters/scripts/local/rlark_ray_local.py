@@ -45,14 +45,16 @@ def patch(services=None) -> None:
 def local_start_args(argv: list[str]) -> list[str]:
     """Return ``argv`` (the ray CLI arguments after the program name) with local-runtime
     options added to a ``start`` command: the extra args from ``RLARK_LOCAL_RAY_START_ARGS``
-    (options already given on the command line win), ``--node-ip-address`` for workers and
-    ``--dashboard-host`` forced to the node IP."""
+    (options already given on the command line win), ``--node-ip-address`` for workers and, on the host's
+    loopback, ``--dashboard-host`` forced to the node IP (a Worker in a network namespace of its own keeps the
+    script's ``0.0.0.0``: only its job's network and its own loopback are there, as in a Pod)."""
     if not argv or argv[0] != "start":
         return argv
     node_ip = os.environ.get("RLARK_LOCAL_NODE_IP", "127.0.0.1")
+    shared_loopback = node_ip.startswith("127.")
     out = []
     for arg in argv:
-        if arg.startswith("--dashboard-host="):
+        if arg.startswith("--dashboard-host=") and shared_loopback:
             arg = f"--dashboard-host={node_ip}"
         out.append(arg)
     given = {a.split("=", 1)[0] for a in out if a.startswith("--")}
