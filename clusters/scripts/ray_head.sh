@@ -94,8 +94,11 @@ stop_ray() {
     exit "$status"
 }
 
-timeout "${RLARK_RAY_START_TIMEOUT:-300}" ray start --head --dashboard-host=0.0.0.0 --disable-usage-stats \
-    --node-ip-address="$NODE_IP" --port="$RLARK_RAY_PORT" --temp-dir "$RAY_TEMP_DIR" &
+start_head() {
+    timeout "${RLARK_RAY_START_TIMEOUT:-300}" ray start --head --dashboard-host=0.0.0.0 --disable-usage-stats \
+        --node-ip-address="$NODE_IP" --port="$RLARK_RAY_PORT" --temp-dir "$RAY_TEMP_DIR"
+}
+start_head &
 ray_start_pid=$!
 trap stop_ray EXIT
 trap 'exit 143' TERM
@@ -103,7 +106,24 @@ trap 'exit 130' INT
 
 TOTAL_NODES="${RLARK_TOTAL_NODES:-1}"
 echo "Waiting for ${TOTAL_NODES} nodes to join the Ray cluster..."
-wait "$ray_start_pid" || echo "ray start exited with code $?" >&2
+# RLark goes further: a head whose `ray start` failed (a slow start on a loaded machine: its raylet missed Ray's
+# registration window) is started again, up to RLARK_RAY_START_ATTEMPTS times; a TERM (a stop on purpose) exits
+# through the traps above and is never retried. Every attempt keeps its Ray logs.
+attempts="${RLARK_RAY_START_ATTEMPTS:-3}"
+attempt=1
+while :; do
+    start_status=0
+    wait "$ray_start_pid" || start_status=$?
+    [ "$start_status" = 0 ] && break
+    echo "ray start exited with code ${start_status}" >&2
+    [ "$attempt" -ge "$attempts" ] && break
+    attempt=$((attempt + 1))
+    echo "Ray head did not start; starting it again (attempt ${attempt} of ${attempts})..."
+    timeout "${RLARK_RAY_STOP_TIMEOUT:-60}" ray stop --force > /dev/null 2>&1 || true
+    sleep $((attempt * 5))
+    start_head &
+    ray_start_pid=$!
+done
 if ! timeout "$(( ${RLARK_RAY_CHECK_TIMEOUT:-900} + 60 ))" python -u /rlark/scripts/ray_check.py \
     "${NODE_IP}:${RLARK_RAY_PORT}" "$TOTAL_NODES"; then
     echo "Warning: Ray cluster check failed, proceeding anyway."

@@ -63,8 +63,10 @@ if command -v getent > /dev/null 2>&1; then
 fi
 
 ray_pid=""
+stopping=""
 stop_worker() {
     trap - INT TERM
+    stopping=1
     echo "Stopping Ray worker..."
     timeout "${RLARK_RAY_STOP_TIMEOUT:-60}" ray stop --force > /dev/null 2>&1 || true
     if [ -n "$ray_pid" ]; then
@@ -74,11 +76,31 @@ stop_worker() {
 trap 'stop_worker; exit 143' TERM
 trap 'stop_worker; exit 130' INT
 
-ray start --address="${head_target}:${RLARK_RAY_PORT}" --temp-dir "$RAY_TEMP_DIR" --block &
-ray_pid=$!
-ray_status=0
-wait "$ray_pid" || ray_status=$?
-ray_pid=""
+# RLark goes further: a node that never started (its raylet missed Ray's registration window on a loaded
+# machine: "The current node timed out during startup ... the GCS has become overloaded") is started again, up to
+# RLARK_RAY_START_ATTEMPTS times. Told apart by Ray's own "Ray runtime started." line: a node that did start and
+# then ended, or one stopped on purpose (TERM), is never retried. Every attempt keeps its Ray logs.
+start_log="$(mktemp "${TMPDIR:-/tmp}/rlark-ray-start.XXXXXX")"
+attempts="${RLARK_RAY_START_ATTEMPTS:-3}"
+attempt=1
+while :; do
+    : > "$start_log"
+    ray start --address="${head_target}:${RLARK_RAY_PORT}" --temp-dir "$RAY_TEMP_DIR" --block \
+        > >(tee -a "$start_log") 2>&1 &
+    ray_pid=$!
+    ray_status=0
+    wait "$ray_pid" || ray_status=$?
+    ray_pid=""
+    if [ "$ray_status" = 0 ] || [ -n "$stopping" ] || grep -q "Ray runtime started" "$start_log" \
+        || [ "$attempt" -ge "$attempts" ]; then
+        break
+    fi
+    attempt=$((attempt + 1))
+    echo "Ray worker did not start (exit code ${ray_status}); starting it again (attempt ${attempt} of ${attempts})..."
+    timeout "${RLARK_RAY_STOP_TIMEOUT:-60}" ray stop --force > /dev/null 2>&1 || true
+    sleep $((attempt * 5))
+done
+rm -f "$start_log"
 echo "Ray worker process exited with code ${ray_status}"
 stop_worker
 # RLark goes further: exit with the Ray process's code (upstream always exits 0).

@@ -377,6 +377,8 @@ class Supervisor:
                 self._free_block(job.get("gcs_port"))
         if not any(x["job"] == t["job"] for x in self.state["tasks"].values()):
             ray_auth.forget(self.root, t["job"])
+        if not any(x["cluster"] == cluster and x["job"] == t["job"] for x in self.state["tasks"].values()):
+            shutil.rmtree(self.ray_logs_dir(cluster, t["job"]), ignore_errors=True)  # the job is deleted
         self._dirty = True
         self.wake.set()
 
@@ -588,8 +590,36 @@ class Supervisor:
                 self.state["networks"].pop(key, None)
                 netns.delete_cluster(key)
                 self._drop_guard_if_unused()
+        self._keep_ray_logs(pod, pod_dir(self.root, pod["cluster"], pod["name"]))
         shutil.rmtree(pod_dir(self.root, pod["cluster"], pod["name"]), ignore_errors=True)
         self._dirty = True
+
+    def ray_logs_dir(self, cluster: str, job: str) -> Path:
+        """Where the Ray logs of ``job``'s failed Worker runs are kept until the job is deleted:
+        ``<root>/ray-logs/<cluster>/<job>/<pod>/run-<n>/<session>/`` (root-only, like the rest of the root)."""
+        return self.root / "ray-logs" / cluster / job
+
+    def _keep_ray_logs(self, pod: dict[str, Any], pdir: Path) -> None:
+        """Move the Ray session logs of a Worker run that ended with a non-zero exit code out of its private /tmp
+        before it is wiped, so a failed start can still be diagnosed. Never raises."""
+        c = pod.get("container") or {}
+        failed = c.get("exit_code") not in (None, 0) or (
+            c.get("state") == "waiting" and c.get("last_exit_code") not in (None, 0)
+        )
+        job_kept = any(x["cluster"] == pod["cluster"] and x["job"] == pod["job"] for x in self.state["tasks"].values())
+        if not failed or not job_kept:  # a Worker stopped on purpose, or a deleted job: nothing to keep
+            return
+        sessions = sorted((pdir / "tmp" / "ray").glob("session_2*"))
+        if not sessions:
+            return
+        dest = self.ray_logs_dir(pod["cluster"], pod["job"]) / pod["name"] / f"run-{pod.get('runs', 0)}"
+        try:
+            dest.mkdir(parents=True, exist_ok=True)
+            for session in sessions:
+                if (session / "logs").is_dir() and not (session / "logs").is_symlink():
+                    shutil.move(str(session / "logs"), str(dest / session.name))
+        except OSError:
+            log.exception("could not keep the Ray logs of %s", pod["name"])
 
     def _used(self, cluster: str) -> dict[str, dict[str, float]]:
         used: dict[str, dict[str, float]] = {}
@@ -971,6 +1001,7 @@ class Supervisor:
         if restarting and log_path.exists():
             os.replace(log_path, pdir / "main.previous.log")
         if restarting:  # a restarted container starts with a fresh /tmp (old Ray sessions gone), as on Kubernetes
+            self._keep_ray_logs(pod, pdir)
             shutil.rmtree(pdir / "tmp", ignore_errors=True)
         proc = launcher.spawn(pdir, command, env, mounts, workdir, log_path, ids=ids, hidden=self.hidden, netns=ns_path)
         import psutil
