@@ -22,6 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from jobs.spec import network_sidecar
+
 ALWAYS_REFUSED = ("/usr", "/etc", "/root", "/boot", "/proc", "/sys", "/var/lib", "/dev", "/bin", "/sbin", "/lib")
 MAX_ROOTS = 32
 MAX_PATH_CHARS = 1024
@@ -157,14 +159,21 @@ def demo_output_path(local_root: str, user: str, job: str) -> str:
     return os.path.join(user_roots([demo_host_path_root(local_root)], user)[0], job)
 
 
+# hostPath volumes the console itself adds (jobs.spec.network_sidecar: the TUN device of the domain sidecar)
+CONSOLE_VOLUMES = {(f"{network_sidecar.NAME}-tun", "/dev/net/tun", "CharDevice")}
+
+
 def workload_host_paths(workload: dict) -> list[tuple[str, str, str]]:
-    """``(volume name, path, type)`` of every ``hostPath`` volume of a StatefulSet-shaped ``workload``."""
+    """``(volume name, path, type)`` of every ``hostPath`` volume of a StatefulSet-shaped ``workload``, except
+    the ones the console adds itself (:data:`CONSOLE_VOLUMES`)."""
     spec = ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}
     out = []
     for v in spec.get("volumes") or []:
         hp = v.get("hostPath") if isinstance(v, dict) else None
         if isinstance(hp, dict):
-            out.append((str(v.get("name") or ""), str(hp.get("path") or ""), str(hp.get("type") or "")))
+            entry = (str(v.get("name") or ""), str(hp.get("path") or ""), str(hp.get("type") or ""))
+            if entry not in CONSOLE_VOLUMES:
+                out.append(entry)
     return out
 
 
