@@ -2,7 +2,8 @@
 
 Job A (a Header and a rollout Worker) forms its Ray cluster across its two network namespaces; from A's run script,
 job B's GCS and dashboard agent, the host's loopback listeners, and a host service listening on every address are
-out of reach, while the console's published port (the network-domain relay) answers. The console itself still
+out of reach, and so is another job's TensorBoard as the console runs it, while the console's published port (the
+network-domain relay) answers. The console itself still
 reaches A's Workers (a TCP connection to the Header's GCS, an exec). No namespace, veth or guard chain is left.
 """
 
@@ -45,6 +46,8 @@ result = {
     "host_loopback": reach("127.0.0.1", e["HOST_LOOPBACK_PORT"]),
     "host_any": reach(e["CONSOLE_ADDRESS"], e["HOST_ANY_PORT"]),
     "relay": reach(e["CONSOLE_ADDRESS"], e["RELAY_PORT"]),
+    "tensorboard": reach("127.0.0.1", e["TB_PORT"]),
+    "tensorboard_console": reach(e["CONSOLE_ADDRESS"], e["TB_PORT"]),
 }
 print("NET-RESULT " + json.dumps(result), flush=True)
 EOF
@@ -85,7 +88,15 @@ def log_of(root: Path, pod: str) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
-def test_a_job_reaches_its_own_workers_and_the_relay_only(tmp_path):
+@pytest.mark.django_db
+def test_a_job_reaches_its_own_workers_and_the_relay_only(tmp_path, settings):
+    from jobs.services import tensorboard_server
+
+    settings.VAR_DIR = tmp_path / "var"
+    (tmp_path / "tb").mkdir()
+    tensorboard = tensorboard_server._start(
+        "another-job", str(tmp_path / "tb")
+    )  # a job's TensorBoard, as the console runs it
     loopback, anywhere, relay = Listener("127.0.0.1"), Listener("0.0.0.0"), Listener("0.0.0.0")
     root = tmp_path / "root"
     sup = SupervisorProcess(root, RLARK_DOMAIN_RELAY_PORT=str(relay.port)).start()
@@ -102,6 +113,7 @@ def test_a_job_reaches_its_own_workers_and_the_relay_only(tmp_path):
             {"name": "HOST_ANY_PORT", "value": str(anywhere.port)},
             {"name": "RELAY_PORT", "value": str(relay.port)},
             {"name": "CONSOLE_ADDRESS", "value": netns.CONSOLE_ADDRESS},
+            {"name": "TB_PORT", "value": str(tensorboard.port)},
         ]
         rt.apply_task(manifest("joba", "header", head=True, total=2, run=PROBE, env=env))
         rt.apply_task(manifest("joba", "rollout", head=False, rank_start=1, total=2))
@@ -110,7 +122,7 @@ def test_a_job_reaches_its_own_workers_and_the_relay_only(tmp_path):
         assert "Run script exited with code 0" in a_log and "A-NODES 2" in a_log, a_log[-3000:]
         result = json.loads(a_log.split("NET-RESULT ", 1)[1].splitlines()[0])
         assert result["relay"] == "open", result
-        for target in ("b_gcs", "b_agent", "host_loopback", "host_any"):
+        for target in ("b_gcs", "b_agent", "host_loopback", "host_any", "tensorboard", "tensorboard_console"):
             assert result[target] != "open", (target, result)
 
         state = json.loads((root / "state.json").read_text())
@@ -132,6 +144,7 @@ def test_a_job_reaches_its_own_workers_and_the_relay_only(tmp_path):
         with contextlib.suppress(AssertionError):
             wait_for(lambda: not json.loads((root / "state.json").read_text())["pods"], 60, what="Workers gone")
         sup.stop()
+        tensorboard.stop()
         for listener in (loopback, anywhere, relay):
             listener.stop()
     assert not [n for n in netns.list_ours() if "+job" in n], netns.list_ours()
