@@ -139,6 +139,9 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"]["OPTIONS"].update({"timeout": 30, "transaction_mode": "IMMEDIATE"})
     DATABASES["default"]["OPTIONS"]["init_command"] = "PRAGMA journal_mode=WAL;"
 
+# Password logins give their database connection back while the password is hashed (a pooled one otherwise stays
+# busy for the hash's ~0.5 s CPU, and simultaneous logins ran the pool dry).
+AUTHENTICATION_BACKENDS = ["accounts.backends.PoolFriendlyModelBackend"]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
