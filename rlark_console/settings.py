@@ -290,3 +290,7 @@ RLARK_LOG_PROBE_INTERVAL = float(os.environ.get("RLARK_LOG_PROBE_INTERVAL", "30"
 RLARK_LOG_SCAN_MAX_AGE = float(os.environ.get("RLARK_LOG_SCAN_MAX_AGE", "10"))
 RLARK_LOG_PROBES_PER_CYCLE = int(os.environ.get("RLARK_LOG_PROBES_PER_CYCLE", "100"))
 RLARK_REQUEST_CPU_SECONDS = float(os.environ.get("RLARK_REQUEST_CPU_SECONDS", "5"))  # 0: no budget
+# The largest request body accepted, in bytes (0: no limit). The console takes job documents, RLinf configs,
+# kubeconfigs and TensorBoard plugin queries, all far smaller; a larger body is refused with a 413 before it is
+# read (rlark_console.bodylimit). The WebTerminal's file uploads go over its websocket, in 32 KiB frames.
+RLARK_MAX_REQUEST_BYTES = int(os.environ.get("RLARK_MAX_REQUEST_BYTES", str(10 * 2**20)))

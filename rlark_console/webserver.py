@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 MAX_WORKERS = 8
 STOP_TIMEOUT = 15.0
@@ -47,9 +46,10 @@ def bind(host: str, port: int, backlog: int = 1024) -> socket.socket:
 
 
 def daphne_command(fd: int, application: str = "rlark_console.asgi:application") -> list[str]:
-    """One worker: daphne on the inherited listening socket ``fd``. No ``--proxy-headers``: forwarded headers
-    are believed only from ``RLARK_TRUSTED_PROXIES`` (accounts/clientaddr.py)."""
-    return [str(Path(sys.executable).parent / "daphne"), "--fd", str(fd), application]
+    """One worker: daphne on the inherited listening socket ``fd``, with the request body limit of
+    ``rlark_console.daphne_worker``. No ``--proxy-headers``: forwarded headers are believed only from
+    ``RLARK_TRUSTED_PROXIES`` (accounts/clientaddr.py)."""
+    return [sys.executable, "-m", "rlark_console.daphne_worker", "--fd", str(fd), application]
 
 
 class WebTier:
