@@ -83,6 +83,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "rlark_console.nul.RejectNulMiddleware",
+    "rlark_console.varspace.DiskFullMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "rlark_console.cpu_budget.CPUBudgetMiddleware",
@@ -107,6 +108,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.i18n",
                 "rlark_console.pagetime.page_time_zone",
+                "rlark_console.varspace.var_status",
             ],
         },
     },
@@ -294,3 +296,6 @@ RLARK_REQUEST_CPU_SECONDS = float(os.environ.get("RLARK_REQUEST_CPU_SECONDS", "5
 # kubeconfigs and TensorBoard plugin queries, all far smaller; a larger body is refused with a 413 before it is
 # read (rlark_console.bodylimit). The WebTerminal's file uploads go over its websocket, in 32 KiB frames.
 RLARK_MAX_REQUEST_BYTES = int(os.environ.get("RLARK_MAX_REQUEST_BYTES", str(10 * 2**20)))
+# var/ counts as full below this many free bytes (rlark_console.varspace): every page shows a banner that changes
+# and status updates cannot be saved; a write that fails for lack of space answers 503 (JSON under /api/).
+RLARK_VAR_MIN_FREE_BYTES = int(os.environ.get("RLARK_VAR_MIN_FREE_BYTES", str(2**20)))
