@@ -17,7 +17,6 @@ import http.cookiejar
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import pgrestart
 from tests.processes import start_web_tier, stop_group
 
 pytestmark = pytest.mark.e2e
@@ -244,41 +244,18 @@ def test_a_50_mb_upload_is_refused_before_it_is_read(tier, chunked, language):
     assert sent < 20 * MB  # the client stopped long before the end: the body was not read
 
 
-def _pg_cluster() -> tuple[str, str] | None:
-    """``(version, cluster name)`` of the local Debian PostgreSQL cluster serving ``DATABASE_URL`` on 127.0.0.1,
-    or None when it is not local or cannot be restarted here (not root, no ``pg_ctlcluster``)."""
-    if not ON_POSTGRES or os.geteuid() != 0 or not shutil.which("pg_lsclusters"):
-        return None
-    parsed = urllib.parse.urlsplit(URL)
-    if parsed.hostname not in ("127.0.0.1", "localhost"):
-        return None
-    out = subprocess.run(["pg_lsclusters", "--no-header"], capture_output=True, text=True, timeout=30).stdout
-    for line in out.splitlines():
-        version, cluster, port, status, *_rest = line.split()
-        if int(port) == (parsed.port or 5432) and status == "online":
-            return version, cluster
-    return None
-
-
-def _pg_ctl(action: str, version: str, cluster: str) -> None:
-    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, cluster, action], check=True, timeout=120)
-
-
 @pytest.mark.pg_restart
-@pytest.mark.skipif(_pg_cluster() is None, reason="needs a local PostgreSQL cluster this test may restart (root)")
+@pytest.mark.skipif(
+    pgrestart.local_cluster() is None, reason="needs a local PostgreSQL cluster this test may restart (root)"
+)
 def test_after_a_postgres_restart_at_most_the_first_request_fails(tier):
     base, token, log = tier
-    version, cluster = _pg_cluster()
     url = base + "/api/v1/jobs/?limit=5"
     with ThreadPoolExecutor(8) as pool:  # every pooled connection of both workers is opened
         assert set(pool.map(lambda _i: _get(url, token), range(40))) == {200}
-    try:
-        _pg_ctl("restart", version, cluster)
-        statuses = [_get(url, token) for _ in range(30)]
-        with ThreadPoolExecutor(8) as pool:
-            statuses += list(pool.map(lambda _i: _get(url, token), range(40)))
-    finally:
-        if _pg_cluster() is None:  # the restart failed half-way: PostgreSQL is back for everyone else
-            _pg_ctl("start", version, cluster)
+    pgrestart.restart(*pgrestart.local_cluster())
+    statuses = [_get(url, token) for _ in range(30)]
+    with ThreadPoolExecutor(8) as pool:
+        statuses += list(pool.map(lambda _i: _get(url, token), range(40)))
     print("after the restart:", statuses)
     assert all(status == 200 for status in statuses[1:]), (statuses, log.read_text()[-3000:])
