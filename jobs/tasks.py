@@ -14,14 +14,21 @@ from jobs.models import Job
 from jobs.services import controller, log_scans, runcheck
 from jobs.services.log_archive import purge_expired
 from jobs.services.sync import sync_all_clusters, sync_job
+from rlark_console import varspace
 
 logger = logging.getLogger(__name__)
 
 
 @shared_task(name="jobs.tasks.sync_all", ignore_result=True)
 def sync_all() -> None:
-    """Periodic status sync of every cluster (Celery beat, every RLARK_SYNC_INTERVAL seconds)."""
-    sync_all_clusters()
+    """Periodic status sync of every cluster (Celery beat, every RLARK_SYNC_INTERVAL seconds). A full disk
+    (``var/`` or the database's) is logged as such, and the pages' banner says status updates are not saved."""
+    try:
+        sync_all_clusters()
+    except Exception as exc:
+        if not varspace.is_disk_full(exc):
+            raise
+        varspace.report("status sync", exc)
 
 
 @shared_task(name="jobs.tasks.reconcile_job", ignore_result=True)
@@ -38,8 +45,14 @@ def reconcile_job(job_id: int) -> None:
 def sync_job_task(job_id: int) -> None:
     """Sync one job's status now."""
     job = Job.objects.filter(pk=job_id).first()
-    if job is not None:
+    if job is None:
+        return
+    try:
         sync_job(job)
+    except Exception as exc:
+        if not varspace.is_disk_full(exc):
+            raise
+        varspace.report("status sync", exc)
 
 
 @shared_task(name="jobs.tasks.purge_log_archives", ignore_result=True)

@@ -1,5 +1,6 @@
 """ASGI entry point: HTTP through Django, websockets through Channels with session auth
-and an Origin check of scheme, host and port (``rlark_console.origin.OriginValidator``)."""
+and an Origin check of scheme, host and port (``rlark_console.origin.OriginValidator``); request bodies
+larger than ``RLARK_MAX_REQUEST_BYTES`` are refused before Django reads them (``rlark_console.bodylimit``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from rlark_console.bodylimit import BodyLimitMiddleware  # noqa: E402
 from rlark_console.origin import OriginValidator  # noqa: E402
 from rlark_console.routing import websocket_urlpatterns  # noqa: E402
 
@@ -25,7 +27,7 @@ if settings.RLARK_SERVE_STATIC:
 
 application = ProtocolTypeRouter(
     {
-        "http": http_app,
+        "http": BodyLimitMiddleware(http_app),
         "websocket": OriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -1,14 +1,11 @@
-"""Websocket URL routes, collected from the apps that serve websockets."""
+"""Websocket URL routes, collected from the apps that serve websockets; a path none of them matches is closed
+with 4404 (``terminal.consumers.UnknownPathConsumer``) rather than failing the handshake with an HTTP 500."""
 
 from __future__ import annotations
 
-from django.urls import path  # noqa: F401
+from django.urls import re_path
 
-websocket_urlpatterns: list = []
+from terminal.consumers import UnknownPathConsumer
+from terminal.routing import websocket_urlpatterns as _terminal
 
-try:  # apps add their consumers here as they are built
-    from terminal.routing import websocket_urlpatterns as _terminal
-
-    websocket_urlpatterns += _terminal
-except ImportError:  # pragma: no cover - terminal app has no routes yet
-    pass
+websocket_urlpatterns: list = [*_terminal, re_path(r"", UnknownPathConsumer.as_asgi())]

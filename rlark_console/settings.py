@@ -83,6 +83,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "rlark_console.nul.RejectNulMiddleware",
+    "rlark_console.varspace.DiskFullMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "rlark_console.cpu_budget.CPUBudgetMiddleware",
@@ -107,6 +108,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.i18n",
                 "rlark_console.pagetime.page_time_zone",
+                "rlark_console.varspace.var_status",
             ],
         },
     },
@@ -118,6 +120,11 @@ DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
         conn_max_age=0,
+        # A connection is tested (one round trip, ~0.1 ms on loopback) before it is used again, and a broken one is
+        # replaced: with the pool below, Django gives psycopg_pool ``check=ConnectionPool.check_connection``;
+        # without a pool, Django checks a connection kept across requests. Unchecked, every pooled connection
+        # failed once after a PostgreSQL restart (500s for 23-32 s).
+        conn_health_checks=True,
     )
 }
 # A pool of database connections per process (psycopg_pool; Django's "pool" option), at most RLARK_DB_POOL of them.
@@ -139,6 +146,9 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"]["OPTIONS"].update({"timeout": 30, "transaction_mode": "IMMEDIATE"})
     DATABASES["default"]["OPTIONS"]["init_command"] = "PRAGMA journal_mode=WAL;"
 
+# Password logins give their database connection back while the password is hashed (a pooled one otherwise stays
+# busy for the hash's ~0.5 s CPU, and simultaneous logins ran the pool dry).
+AUTHENTICATION_BACKENDS = ["accounts.backends.PoolFriendlyModelBackend"]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
@@ -282,3 +292,10 @@ RLARK_LOG_PROBE_INTERVAL = float(os.environ.get("RLARK_LOG_PROBE_INTERVAL", "30"
 RLARK_LOG_SCAN_MAX_AGE = float(os.environ.get("RLARK_LOG_SCAN_MAX_AGE", "10"))
 RLARK_LOG_PROBES_PER_CYCLE = int(os.environ.get("RLARK_LOG_PROBES_PER_CYCLE", "100"))
 RLARK_REQUEST_CPU_SECONDS = float(os.environ.get("RLARK_REQUEST_CPU_SECONDS", "5"))  # 0: no budget
+# The largest request body accepted, in bytes (0: no limit). The console takes job documents, RLinf configs,
+# kubeconfigs and TensorBoard plugin queries, all far smaller; a larger body is refused with a 413 before it is
+# read (rlark_console.bodylimit). The WebTerminal's file uploads go over its websocket, in 32 KiB frames.
+RLARK_MAX_REQUEST_BYTES = int(os.environ.get("RLARK_MAX_REQUEST_BYTES", str(10 * 2**20)))
+# var/ counts as full below this many free bytes (rlark_console.varspace): every page shows a banner that changes
+# and status updates cannot be saved; a write that fails for lack of space answers 503 (JSON under /api/).
+RLARK_VAR_MIN_FREE_BYTES = int(os.environ.get("RLARK_VAR_MIN_FREE_BYTES", str(2**20)))

@@ -90,6 +90,19 @@ class _JobSocket(AsyncWebsocketConsumer):
         await self.send(text_data=json.dumps(data, separators=(",", ":"), ensure_ascii=False))
 
 
+class UnknownPathConsumer(AsyncWebsocketConsumer):
+    """Any websocket path no route matches (a mistyped URL, or ``..%2F`` in a job or Pod name, which daphne decodes
+    into a ``/`` no route accepts): accepted, then closed with 4404 and a reason in the page's language, as the
+    other refusals are. Without it Channels' router raised ``ValueError`` and daphne answered an HTTP 500."""
+
+    async def connect(self) -> None:
+        with translation.override(scope_language(self.scope)):
+            reason = _reason(_("There is nothing at this address: check the job and Pod names."))
+        await self.accept()
+        await self.send(text_data=json.dumps({"type": "closing", "code": access.CLOSE_GONE, "reason": reason}))
+        await self.close(code=access.CLOSE_GONE, reason=reason)
+
+
 class LogsConsumer(_JobSocket):
     """``ws/terminal/jobs/<job>/logs/``: the Logs tab's data.
 

@@ -12,18 +12,22 @@ import asyncio
 import logging
 import signal
 
-from asgiref.sync import sync_to_async
 from django.core.management.base import BaseCommand
-from django.db import close_old_connections
 
 from clusters.runtime.local.netns import CONSOLE_ADDRESS
 from domains import certs, dataplane, relay
 from domains.models import IPAllocation
+from rlark_console.db_threads import in_thread
 
 
 def _allocated(domain: str, ip: str) -> bool:
-    close_old_connections()
     return IPAllocation.objects.filter(domain__name=domain, ip=ip).exists()
+
+
+async def _member_ok(domain: str, ip: str) -> bool:
+    """Whether ``ip`` is allocated in ``domain``. On a worker thread that gives its connection back afterwards
+    (``in_thread``): a connection kept by the thread failed every later call once PostgreSQL had restarted."""
+    return await in_thread(_allocated, domain, ip)
 
 
 class Command(BaseCommand):
@@ -38,7 +42,7 @@ class Command(BaseCommand):
         asyncio.run(self._serve(port, publish))
 
     async def _serve(self, port: int, publish: float) -> None:
-        r = relay.Relay(certs.ca_key(), sync_to_async(_allocated, thread_sensitive=False))
+        r = relay.Relay(certs.ca_key(), _member_ok)
         acceptors = await relay.serve(r, certs.relay_host_key(), port, ("127.0.0.1", CONSOLE_ADDRESS))
         self.stdout.write(f"domain relay on 127.0.0.1 and {CONSOLE_ADDRESS}, port {acceptors[0].get_port()}")
         self.stdout.flush()
@@ -48,7 +52,9 @@ class Command(BaseCommand):
             loop.add_signal_handler(sig, stop.set)
         while not stop.is_set():
             try:
-                await sync_to_async(dataplane.publish, thread_sensitive=False)()
+                # each push's connection is closed after it: one broken by a PostgreSQL restart fails at most the
+                # push under way (a thread's kept connection failed every push on that thread)
+                await in_thread(dataplane.publish)
             except Exception:  # noqa: BLE001 - the relay keeps relaying; the next push retries
                 logging.getLogger("rlark.domains").exception("publishing domain members failed")
             try:
