@@ -2,7 +2,8 @@
 
 Two isolated clusters on one machine: each Worker has a network namespace of its own (``rlark-<cluster>.<pod>``) on
 its cluster's bridge; Workers of one cluster reach each other, Workers of two clusters cannot reach each other at
-all, nor any real address of the machine; the console is reachable from both at one address and port. Deleting the
+all, nor any real address of the machine; the console is reachable from both at one address, on its published port
+(the relay's) only. Deleting the
 Workers and the cluster network leaves no ``rlark-`` namespace behind. Without root the option is refused.
 """
 
@@ -21,8 +22,16 @@ SLEEP = ["bash", "-c", "trap 'exit 0' TERM; sleep 600 & wait"]
 
 
 @pytest.fixture
-def sup(tmp_path):
-    s = SupervisorProcess(tmp_path / "root").start()
+def listener():
+    """The console's published port (the relay's), at the console address, before the supervisor starts."""
+    s = console_listener()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def sup(tmp_path, listener):
+    s = SupervisorProcess(tmp_path / "root", RLARK_DOMAIN_RELAY_PORT=str(listener.getsockname()[1])).start()
     yield s
     s.stop()
     cleanup_networks("iso-a", "iso-b")
@@ -38,13 +47,13 @@ def _real_addresses() -> list[str]:
 
 
 @needs_root
-def test_two_isolated_clusters_cannot_reach_each_other_but_reach_the_console(sup):
+def test_two_isolated_clusters_cannot_reach_each_other_but_reach_the_console(sup, listener):
     a = isolated_runtime(sup, "iso-a", NODES)
     b = isolated_runtime(sup, "iso-b", NODES)
     a.ping()
     b.ping()
-    listener = console_listener()
     port = listener.getsockname()[1]
+    unpublished = console_listener()  # a console port that is not published: the host guard drops the packets
     try:
         a.apply_task(manifest("ja", "header", head=True, replicas=2, command=SLEEP))
         b.apply_task(manifest("jb", "header", head=True, command=SLEEP))
@@ -75,6 +84,7 @@ def test_two_isolated_clusters_cannot_reach_each_other_but_reach_the_console(sup
         # the console, at one address and port, from both clusters
         assert reach(ns_a0, netns.CONSOLE_ADDRESS, port) == "connected"
         assert reach(ns_b, netns.CONSOLE_ADDRESS, port) == "connected"
+        assert reach(ns_a0, netns.CONSOLE_ADDRESS, unpublished.getsockname()[1]).startswith("TimeoutError")
         # same cluster: reachable (refused = the packet arrived, nothing listens)
         assert reach(ns_a0, ip_a1, 9) == "refused"
         # other cluster, the host's real addresses, the host's loopback listeners: unreachable
@@ -86,7 +96,7 @@ def test_two_isolated_clusters_cannot_reach_each_other_but_reach_the_console(sup
         routes = "\n".join(netns.routes(ns_a0))
         assert "default" not in routes, routes
     finally:
-        listener.close()
+        unpublished.close()
         a.delete_task("rlark-system", "ja-header")
         b.delete_task("rlark-system", "jb-header")
     wait_for(lambda: ns_a0 not in netns.list_ours() and ns_b not in netns.list_ours(), 30, what="Worker netns removed")

@@ -35,6 +35,7 @@ Errors: :class:`NetworkError` with the failing ``ip`` command's message.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -46,6 +47,23 @@ CONSOLE_ADDRESS = "100.127.255.1"
 NETNS_DIR = Path("/run/netns")
 WORKER_RANGE = "100.64.0.0/10"
 GUARD_CHAIN = "RLARK-WORKERS"
+
+
+NET_LOCK_DIR = Path("/run/rlark-networks")
+
+
+def lock_index(index: int) -> int | None:
+    """Claim network index ``index`` (1..253) across every supervisor on this host: an exclusive ``flock`` on
+    ``/run/rlark-networks/<index>.lock``, held while the network exists and released if the process dies. Returns
+    the descriptor, or None when another supervisor holds it."""
+    NET_LOCK_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(NET_LOCK_DIR / f"{int(index)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def job_network_key(cluster: str, job: str) -> str:
@@ -61,15 +79,18 @@ def _iptables(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def ensure_guard(ports: list[int]) -> None:
-    """Install (or refresh) the host guard allowing new TCP connections from Workers to ``ports`` on
-    :data:`CONSOLE_ADDRESS` only. Idempotent. Raises NetworkError when iptables fails."""
+    """Install the host guard, or add ``ports`` to it: new TCP connections from Workers to those ports on
+    :data:`CONSOLE_ADDRESS` are accepted, everything else they start towards the host is dropped. Additive and
+    idempotent: several supervisors on one host (other state roots, tests) each add their relay's port.
+    Raises NetworkError when iptables fails."""
     if _iptables("-n", "-L", GUARD_CHAIN, check=False).returncode != 0:
         _iptables("-N", GUARD_CHAIN)
-    _iptables("-F", GUARD_CHAIN)
-    _iptables("-A", GUARD_CHAIN, "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT")
+        _iptables("-A", GUARD_CHAIN, "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT")
+        _iptables("-A", GUARD_CHAIN, "-j", "DROP")
     for port in sorted({int(p) for p in ports}):
-        _iptables("-A", GUARD_CHAIN, "-d", CONSOLE_ADDRESS, "-p", "tcp", "--dport", str(port), "-j", "ACCEPT")
-    _iptables("-A", GUARD_CHAIN, "-j", "DROP")
+        rule = ("-d", CONSOLE_ADDRESS, "-p", "tcp", "--dport", str(port), "-j", "ACCEPT")
+        if _iptables("-C", GUARD_CHAIN, *rule, check=False).returncode != 0:
+            _iptables("-I", GUARD_CHAIN, "2", *rule)
     for hook in ("INPUT", "FORWARD"):
         rule = (hook, "-s", WORKER_RANGE, "-j", GUARD_CHAIN)
         if _iptables("-C", *rule, check=False).returncode != 0:
@@ -77,7 +98,9 @@ def ensure_guard(ports: list[int]) -> None:
 
 
 def remove_guard() -> None:
-    """Remove the host guard (no Worker network is left). Never fails."""
+    """Remove the host guard once no Worker network of any supervisor is left on the host. Never fails."""
+    if list_ours():
+        return
     for hook in ("INPUT", "FORWARD"):
         while _iptables("-D", hook, "-s", WORKER_RANGE, "-j", GUARD_CHAIN, check=False).returncode == 0:
             pass

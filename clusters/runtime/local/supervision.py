@@ -124,6 +124,7 @@ class Supervisor:
         self.killing: set[str] = set()  # pod keys being terminated
         self.cpu_samples: dict[str, tuple[float, float]] = {}
         self.port_locks: dict[int, int] = {}  # port block base -> fd holding its lock file
+        self.net_locks: dict[int, int] = {}  # network index -> fd holding its lock file (netns.lock_index)
         self.state: dict[str, Any] = {
             "clusters": {},
             "tasks": {},
@@ -147,8 +148,6 @@ class Supervisor:
         # Every job in a network of its own (netns.py), unless RLARK_LOCAL_JOB_NETWORKS=0 or this supervisor cannot
         # make one (not root): then the local cluster is single-user (clusters.services.local_tenancy).
         self.job_networks = os.environ.get("RLARK_LOCAL_JOB_NETWORKS", "1") != "0" and netns.available()[0]
-        # the console's ports a Worker may open at netns.CONSOLE_ADDRESS: the network-domain relay
-        self.published_ports = [int(os.environ.get("RLARK_DOMAIN_RELAY_PORT", "2223"))]
         extra = [p for p in os.environ.get("RLARK_LOCAL_HIDE", "").split(os.pathsep) if p]
         self.hidden = launcher.hidden_roots([self.root, *extra])
         self._load()
@@ -171,6 +170,13 @@ class Supervisor:
         for base in list(self.state["ports"]):
             if not self._lock_block(base):  # another supervisor took it meanwhile: give it up
                 self.state["ports"].remove(base)
+        if netns.available()[0]:
+            for key, net in (self.state.get("networks") or {}).items():
+                fd = netns.lock_index(net["index"])
+                if fd is None:
+                    log.warning("network %s: index %s is held by another supervisor", key, net["index"])
+                else:
+                    self.net_locks[net["index"]] = fd
         for key, pod in list(self.state["pods"].items()):
             pid = pod.get("pid")
             if not pid:
@@ -291,18 +297,20 @@ class Supervisor:
             ok, why = netns.available()
             if not ok:
                 raise ValueError(why)
-            used = {n["index"] for n in nets.values()}
-            free = [i for i in range(1, 254) if i not in used]
-            if not free:
-                raise ValueError("no free isolated network left (at most 253 clusters)")
-            nets[cluster] = {"index": free[0], "pods": {}}
+            try:
+                index = self._claim_net_index()
+            except RuntimeError as exc:
+                raise ValueError(str(exc)) from None
+            nets[cluster] = {"index": index, "pods": {}}
             self._dirty = True
         elif not isolated and cluster in nets and not any(p["cluster"] == cluster for p in self.state["pods"].values()):
             self.op_delete_network(cluster)
 
     def op_delete_network(self, cluster: str) -> None:
         """Remove the cluster's isolated network (cluster deleted, test teardown)."""
-        if self.state.setdefault("networks", {}).pop(cluster, None) is not None:
+        net = self.state.setdefault("networks", {}).pop(cluster, None)
+        if net is not None:
+            self._release_net_index(net.get("index"))
             self._dirty = True
         if netns.available()[0]:
             netns.delete_cluster(cluster)
@@ -315,8 +323,11 @@ class Supervisor:
 
     def op_set_domain_members(self, cluster: str, members: dict[str, Any]) -> dict[str, Any]:
         """The console's view of the cluster's domain members (``{pod: membership}``, domain_members.py); returns
-        each member's connection state as its agent last wrote it."""
-        return domain_members.set_members(self, cluster, members, pod_dir)
+        each member's connection state as its agent last wrote it. The host guard follows the relay ports named."""
+        states = domain_members.set_members(self, cluster, members, pod_dir)
+        if self.state.get("networks") and netns.available()[0]:
+            netns.ensure_guard(self.published_ports())
+        return states
 
     def op_domain_states(self, cluster: str) -> dict[str, Any]:
         """``{pod: agent state}`` of the cluster's domain members (``status.json`` of each agent)."""
@@ -589,6 +600,7 @@ class Supervisor:
             if key != pod["cluster"] and not net.get("pods"):  # the job's last Worker: its network goes too
                 self.state["networks"].pop(key, None)
                 netns.delete_cluster(key)
+                self._release_net_index(net.get("index"))
                 self._drop_guard_if_unused()
         self._keep_ray_logs(pod, pod_dir(self.root, pod["cluster"], pod["name"]))
         shutil.rmtree(pod_dir(self.root, pod["cluster"], pod["name"]), ignore_errors=True)
@@ -864,6 +876,34 @@ class Supervisor:
         env["RLARK_POD_PATH"] = env["PATH"]
         return env
 
+    def _claim_net_index(self) -> int:
+        """A network index (1..253) no network of this supervisor uses and no other supervisor on the host holds
+        (``netns.lock_index``). Raises RuntimeError when none is left."""
+        used = {n["index"] for n in self.state.setdefault("networks", {}).values()}
+        for index in range(1, 254):
+            if index in used or index in self.net_locks:
+                continue
+            fd = netns.lock_index(index)
+            if fd is not None:
+                self.net_locks[index] = fd
+                return index
+        raise RuntimeError("no free network left on this host (at most 253 networks at once)")
+
+    def _release_net_index(self, index: int | None) -> None:
+        fd = self.net_locks.pop(index, None) if index is not None else None
+        if fd is not None:
+            os.close(fd)
+
+    def published_ports(self) -> list[int]:
+        """The console's ports a Worker may open at ``netns.CONSOLE_ADDRESS``: the network-domain relay, as this
+        supervisor's environment names it and as every domain membership the console sent names it."""
+        ports = {int(os.environ.get("RLARK_DOMAIN_RELAY_PORT", "2223"))}
+        for member in self.state.get("domains", {}).values():
+            port = (member.get("relay") or {}).get("port")
+            if port:
+                ports.add(int(port))
+        return sorted(ports)
+
     def _net_key(self, cluster: str, job: str) -> str | None:
         """The key of the network a Worker of ``job`` joins: its cluster's when the whole cluster is isolated, else
         the job's own (``netns.job_network_key``) when this supervisor makes job networks, else None (the host's
@@ -884,11 +924,7 @@ class Supervisor:
         if net is None:
             if not allocate:
                 return ""
-            used = {n["index"] for n in nets.values()}
-            free = [i for i in range(1, 254) if i not in used]
-            if not free:
-                raise RuntimeError("no free network left for a job (at most 253 networks at once)")
-            net = nets[key] = {"index": free[0], "pods": {}, "job": job}
+            net = nets[key] = {"index": self._claim_net_index(), "pods": {}, "job": job}
             self._dirty = True
         pods = net.setdefault("pods", {})
         if pod not in pods:
@@ -907,7 +943,7 @@ class Supervisor:
         network's key on the Pod (``pod["net"]``) and keeps the host guard in place."""
         key = self._net_key(pod["cluster"], pod["job"])
         net = self.state["networks"][key]
-        netns.ensure_guard(self.published_ports)
+        netns.ensure_guard(self.published_ports())
         netns.ensure_cluster(key, net["index"])
         netns.ensure_pod(key, net["index"], pod["name"], net["pods"][pod["name"]])
         if pod.get("net") != key:
