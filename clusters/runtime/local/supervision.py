@@ -860,7 +860,7 @@ class Supervisor:
         env["POD_NAME"] = pod["name"]
         env.update(ray_auth.worker_env())  # the token's path, never the token
         address = self._net_address(pod["cluster"], pod["job"], pod["name"])
-        if address:  # a network namespace of its own (issue 13): the Worker's own netns, so upstream's fixed Ray port
+        if address:  # a network namespace of its own: upstream's fixed Ray port
             member = self.state.get("domains", {}).get(_key(pod["cluster"], pod["name"]))
             env["RLARK_LOCAL_NODE_IP"] = member["ip"] if member else address
             if t["ray_role"] == "head":
