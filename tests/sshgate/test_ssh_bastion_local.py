@@ -282,6 +282,40 @@ def test_local_forward_to_a_server_in_the_worker(bastion, tmp_path):
     wait_for(lambda: any(inner in (r["ports"] or []) for r in _rows(_server)), budget(20), "the forwarded port audited")
 
 
+def test_local_forward_reaches_only_the_workers_own_ports(bastion):
+    """``ssh -L`` through a Worker reaches that Worker's own ports, never the host's loopback (the console's web
+    tier listens there): the Worker has a network namespace of its own (docs/security.md)."""
+    server, _api, admin, _tmp = bastion
+    inner = free_port()
+    start = admin.ssh(
+        HEADER,
+        f"mkdir -p /tmp/own-www && echo own-$(hostname) > /tmp/own-www/index.html && "
+        f"cd /tmp/own-www && (setsid python3 -m http.server {inner} --bind 127.0.0.1 >/dev/null 2>&1 &) ; sleep 1",
+    )
+    assert start.returncode == 0, start.stderr.decode()
+    own, console = free_port(), free_port()
+    forward = subprocess.Popen(
+        [
+            "ssh", "-F", str(admin.config), "-J", admin.jump, "-N",
+            "-L", f"{own}:localhost:{inner}", "-L", f"{console}:localhost:{server.port}", HEADER,
+        ],
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+    def get(port: int, path: str) -> str:
+        got = subprocess.run(["curl", "-s", "--max-time", "5", f"http://127.0.0.1:{port}{path}"], capture_output=True)
+        return got.stdout.decode()
+
+    try:
+        assert wait_for(lambda: get(own, "/index.html"), budget(30), "the Worker's own port").strip() == f"own-{HEADER}"
+        for _ in range(3):  # the same forward, to the console's port on "localhost": the Worker's loopback has none
+            assert "csrfmiddlewaretoken" not in get(console, "/login/")
+    finally:
+        forward.terminate()
+        forward.wait(timeout=10)
+        admin.ssh(HEADER, f"pkill -f 'http.server {inner}' || true")
+
+
 def test_denials(bastion):
     server, _api, admin, tmp = bastion
     bob = Client(tmp, "bob", admin.port)
