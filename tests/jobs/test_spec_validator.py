@@ -454,3 +454,14 @@ def test_absurd_quantities_are_invalid_not_expanded():
     result = run(doc)
     assert "quantity_invalid" in result.codes()
     assert not [p for p in result.problems if "0" * 30 in str(p)]
+
+
+def test_an_exported_shell_function_is_not_a_valid_env_name():
+    """``BASH_FUNC_<name>%%`` is how bash imports a function from the environment: it can only serve an attack on
+    a shell, so its name is refused with the same localized message as any invalid name (Kubernetes refuses it too)."""
+    doc, inv = base_doc(), inventory()
+    env(1, "BASH_FUNC_mount%%", "() { id; }")(doc, inv)
+    result = run(doc, inv)
+    assert "env_name_invalid" in codes(result)
+    problem = next(p for p in result.problems if p.code == "env_name_invalid")
+    assert "BASH_FUNC_mount%%" in problem.message("en") and "BASH_FUNC_mount%%" in problem.message("zh-hans")
