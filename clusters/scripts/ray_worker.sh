@@ -46,6 +46,7 @@ HEAD_ADDRESS="${RLARK_HEAD_ADDRESS}"
 echo "Connecting to Ray head at ${HEAD_ADDRESS}:${RLARK_RAY_PORT}..."
 
 head_target="$HEAD_ADDRESS"
+head_reachable=""
 if command -v getent > /dev/null 2>&1; then
     for k in $(seq 1 "${RLARK_HEAD_WAIT_ATTEMPTS:-120}"); do
         head_ip="$(timeout 5 getent hosts "$HEAD_ADDRESS" | awk '{print $1; exit}' || true)"
@@ -54,6 +55,7 @@ if command -v getent > /dev/null 2>&1; then
             if timeout 1 bash -c "exec 3<>/dev/tcp/${head_ip}/${RLARK_RAY_PORT}" 2> /dev/null; then
                 echo "Head is reachable at ${head_ip}:${RLARK_RAY_PORT}"
                 head_target="$head_ip"
+                head_reachable=1
                 break
             fi
         fi
@@ -76,10 +78,11 @@ stop_worker() {
 trap 'stop_worker; exit 143' TERM
 trap 'stop_worker; exit 130' INT
 
-# RLark goes further: a node that never started (its raylet missed Ray's registration window on a loaded
-# machine: "The current node timed out during startup ... the GCS has become overloaded") is started again, up to
-# RLARK_RAY_START_ATTEMPTS times. Told apart by Ray's own "Ray runtime started." line: a node that did start and
-# then ended, or one stopped on purpose (TERM), is never retried. Every attempt keeps its Ray logs.
+# RLark goes further: a node that never started although its head was reachable (its raylet missed Ray's
+# registration window on a loaded machine: "The current node timed out during startup ... the GCS has become
+# overloaded") is started again, up to RLARK_RAY_START_ATTEMPTS times. Told apart by Ray's own "Ray runtime
+# started." line: a node that did start and then ended, one whose head was never reachable (a network fault that
+# a retry does not mend), or one stopped on purpose (TERM), is never retried. Every attempt keeps its Ray logs.
 start_log="$(mktemp "${TMPDIR:-/tmp}/rlark-ray-start.XXXXXX")"
 attempts="${RLARK_RAY_START_ATTEMPTS:-3}"
 attempt=1
@@ -91,8 +94,8 @@ while :; do
     ray_status=0
     wait "$ray_pid" || ray_status=$?
     ray_pid=""
-    if [ "$ray_status" = 0 ] || [ -n "$stopping" ] || grep -q "Ray runtime started" "$start_log" \
-        || [ "$attempt" -ge "$attempts" ]; then
+    if [ "$ray_status" = 0 ] || [ -n "$stopping" ] || [ -z "$head_reachable" ] \
+        || grep -q "Ray runtime started" "$start_log" || [ "$attempt" -ge "$attempts" ]; then
         break
     fi
     attempt=$((attempt + 1))
