@@ -97,6 +97,26 @@ def check(path: str, policy: HostPathPolicy, user: str | None = None) -> str:
     return real
 
 
+def valid_sub_path(sub_path: str) -> bool:
+    """A volume mount's ``subPath`` as Kubernetes accepts it: relative, no ``..`` component, at most
+    :data:`MAX_PATH_CHARS` characters, no NUL."""
+    if not sub_path or len(sub_path) > MAX_PATH_CHARS or "\0" in sub_path or sub_path.startswith("/"):
+        return False
+    return ".." not in sub_path.split("/")
+
+
+def sub_path_within(base: str, sub_path: str) -> str:
+    """The real path of ``sub_path`` below the real path of ``base``. Raises HostPathRefused
+    (``sub_path_invalid``) for an invalid sub-path or one that leads out of ``base`` through a symlink."""
+    if not valid_sub_path(sub_path):
+        raise HostPathRefused("sub_path_invalid", sub_path=sub_path[:200])
+    root = _resolve(base)
+    real = _resolve(os.path.join(root, sub_path))
+    if not _within(real, root):
+        raise HostPathRefused("sub_path_invalid", sub_path=sub_path[:200])
+    return real
+
+
 def check_protected(path: str, protected: Iterable[str], exempt: Iterable[str] = ()) -> str:
     """The resolved ``path`` unless it is ``/``, an :data:`ALWAYS_REFUSED` directory or below one, or overlaps one
     of ``protected`` (inside it, or containing it) without being inside one of ``exempt``. The part of the rule a

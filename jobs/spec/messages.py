@@ -220,6 +220,11 @@ MESSAGES: dict[str, tuple[str, str]] = {
         " its own, and jobs of {users} are active on it. Wait until they end or are stopped, or ask the administrator"
         " to run the console as root.",
     ),
+    "sub_path_invalid": (
+        "{role} 的挂载子路径 {sub_path} 无效：必须是卷内的相对路径，不能以 / 开头，也不能包含“..”。",
+        "The mount sub-path {sub_path} of {role} is invalid: it must be a relative path inside the volume, not start"
+        " with / and contain no '..'.",
+    ),
     "host_path_relative": (
         "{role} 的主机目录 {host_path} 必须是绝对路径。",
         "The host path {host_path} of {role} must be an absolute path.",

@@ -642,6 +642,9 @@ class _Validator:
                     pass
                 elif norm in SHADOWED:
                     self.add(f"{mpath}.mountPath", "mount_shadows_path", WARNING, role=role, mount=target)
+            for key in ("subPath", "subPathExpr"):
+                if m.get(key) not in (None, "") and not host_paths.valid_sub_path(str(m.get(key))):
+                    self.add(f"{mpath}.{key}", "sub_path_invalid", role=role, sub_path=str(m.get(key))[:200])
             if vname not in by_name:
                 self.add(f"{mpath}.name", "volume_missing", role=role, volume=vname)
             elif not m.get("subPath"):

@@ -1,6 +1,7 @@
 """Host paths are allowed, not just possible, in the runtimes themselves (jobs/spec/host_paths.py, docs/security.md).
 
-The local supervisor (real, root) refuses a system directory or the console's files before it creates anything,
+The local supervisor (real, root) refuses a system directory, the console's files, or a ``subPath`` that leads out
+of its volume (``..`` or a symlink a Worker left there) before it creates anything,
 and makes a missing ``DirectoryOrCreate`` directory as the job's uid with mode 0750; the console side of both
 runtimes refuses a path below none of the cluster's roots before a single object is written.
 """
@@ -24,9 +25,9 @@ NODES = nodes_spec(("n1", {}, {"cpu": 8}))
 SLEEP = ["bash", "-c", "echo started; trap 'exit 0' TERM; sleep 600 & wait"]
 
 
-def host_path_task(job: str, path: str) -> object:
+def host_path_task(job: str, path: str, sub_path: str = "") -> object:
     volumes = [{"name": "out", "hostPath": {"path": path, "type": "DirectoryOrCreate"}}]
-    mounts = [{"name": "out", "mountPath": "/output"}]
+    mounts = [{"name": "out", "mountPath": "/output", **({"subPath": sub_path} if sub_path else {})}]
     return manifest(job, "header", head=True, command=SLEEP, volumes=volumes, mounts=mounts)
 
 
@@ -38,10 +39,14 @@ def test_the_supervisor_creates_nothing_it_refuses_and_makes_the_rest_as_the_job
     allowed = Path("/srv") / f"rlark-test-{os.getpid()}" / "out"
     allowed.parent.mkdir(parents=True)
     allowed.parent.chmod(0o1777)  # an administrator's root that jobs may create their directories in
+    (allowed.parent / "lnk").symlink_to("/etc")  # as a Worker could leave it in its own directory
+    escapes = [("../../../etc/rlark-sub-a", Path("/etc/rlark-sub-a")), ("lnk/rlark-sub-b", Path("/etc/rlark-sub-b"))]
     try:
-        for i, path in enumerate(refused):  # straight to the supervisor, past the console's own check
-            task = dataclasses.asdict(host_path_task(f"bad{i}", str(path)))
-            rt._call("apply_task", with_nodes=True, manifest=task)
+        tasks = [host_path_task(f"bad{i}", str(path)) for i, path in enumerate(refused)]
+        tasks += [host_path_task(f"bad{3 + i}", str(allowed.parent), sub) for i, (sub, _) in enumerate(escapes)]
+        refused += [target for _, target in escapes]
+        for task in tasks:  # straight to the supervisor, past the console's own check
+            rt._call("apply_task", with_nodes=True, manifest=dataclasses.asdict(task))
         rt.apply_task(host_path_task("good", str(allowed)))
         wait_for(lambda: "started" in rt.read_log("rlark-system", "good-header-0"), 30, what="the allowed Worker")
         for i, path in enumerate(refused):
@@ -58,7 +63,7 @@ def test_the_supervisor_creates_nothing_it_refuses_and_makes_the_rest_as_the_job
         assert stat.S_IMODE(info.st_mode) == 0o750, oct(info.st_mode)
         assert info.st_uid == worker_uid != 0, (info.st_uid, worker_uid)
     finally:
-        for job in ("bad0", "bad1", "bad2", "good"):
+        for job in ("bad0", "bad1", "bad2", "bad3", "bad4", "good"):
             rt.delete_task("rlark-system", f"{job}-header")
         sup.stop()
         shutil.rmtree(allowed.parent, ignore_errors=True)

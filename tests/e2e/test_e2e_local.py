@@ -148,9 +148,9 @@ def login(page, server, lang: str) -> None:
 
 def test_demo_job_end_to_end(console_server, api, page, tmp_path):
     timings: dict[str, float] = {}
-    output = tmp_path / "output"
-    output.mkdir()
-    output.chmod(0o1777)  # the Workers run as an unprivileged uid (issue 16): an existing hostPath must let them write
+    # the demo cluster's own place for admin's output, as the wizard's demo and the README's CLI step use it: made by
+    # the Header's uid (DirectoryOrCreate) inside the console's state directory, which no Worker can otherwise see
+    output = console_server.var_dir / "local" / "host-paths" / "admin" / JOB
     document = yaml.safe_load((ROOT / "examples/demo/job.yaml").read_text())
     document["metadata"]["name"] = JOB
     header = document["spec"]["tasks"][0]

@@ -79,9 +79,12 @@ def env(i, name_, value):
     return f
 
 
-def mount(i, mount_path, volume):
+def mount(i, mount_path, volume, sub_path=None):
     def f(d, inv):
-        container(d, i).setdefault("volumeMounts", []).append({"name": volume["name"], "mountPath": mount_path})
+        entry = {"name": volume["name"], "mountPath": mount_path}
+        if sub_path is not None:
+            entry["subPath"] = sub_path
+        container(d, i).setdefault("volumeMounts", []).append(entry)
         pod_spec(d, i).setdefault("volumes", []).append(volume)
 
     return f
@@ -187,6 +190,10 @@ CASES = {
     "host_path_forbidden": (  # the first entry of the host Python's sys.path: an import path for root
         mount(1, "/data", {"name": "data", "hostPath": {"path": "/usr/lib/python311.zip"}}),
         mount(1, "/data", {"name": "data", "hostPath": {"path": "/srv/python311.zip"}}),
+    ),
+    "sub_path_invalid": (  # out of an allowed root: /srv/data/../../etc/... is /etc/...
+        mount(1, "/data", {"name": "data", "hostPath": {"path": "/srv/data"}}, "../../etc/rlark"),
+        mount(1, "/data", {"name": "data", "hostPath": {"path": "/srv/data"}}, "runs/rlark"),
     ),
     "host_path_relative": (
         mount(1, "/data", {"name": "data", "hostPath": {"path": "srv/data"}}),

@@ -606,6 +606,11 @@ class Supervisor:
         shutil.rmtree(pod_dir(self.root, pod["cluster"], pod["name"]), ignore_errors=True)
         self._dirty = True
 
+    @property
+    def host_path_area(self) -> str:
+        """``<root>/host-paths``: the one place inside the console's state a hostPath may name."""
+        return host_paths.host_path_area(str(self.root))
+
     def ray_logs_dir(self, cluster: str, job: str) -> Path:
         """Where the Ray logs of ``job``'s failed Worker runs are kept until the job is deleted:
         ``<root>/ray-logs/<cluster>/<job>/<pod>/run-<n>/<session>/`` (root-only, like the rest of the root)."""
@@ -699,10 +704,11 @@ class Supervisor:
         volume the runtime manages leads out of its storage through a symlink, or a hostPath is inside,
         or contains, the console's own files (:attr:`hidden`)."""
         real = source.resolve()
-        if host_path:
-            for h in self.hidden:
-                if h == real or h in real.parents or real in h.parents:
-                    raise ValueError(f"volume {name}: hostPath {source} overlaps the console's files ({h})")
+        if host_path:  # the same rule as before creation (jobs.spec.host_paths): the host-path area is allowed
+            try:
+                host_paths.check_protected(str(real), map(str, self.hidden), [self.host_path_area])
+            except host_paths.HostPathRefused as exc:
+                raise ValueError(f"volume {name}: hostPath {source} is refused ({exc.code})") from None
         elif self.root.resolve() not in real.parents:
             raise ValueError(f"volume {name}: {source} leads out of the local runtime's storage")
         return real
@@ -721,7 +727,7 @@ class Supervisor:
         except host_paths.HostPathRefused as exc:
             raise ValueError(f"volume {name}: hostPath {path} is refused ({exc.code})") from None
         if host_path.get("type") in (None, "", "DirectoryOrCreate") and not real.exists():
-            area = Path(host_paths.host_path_area(str(self.root)))
+            area = Path(self.host_path_area)
             if real.is_relative_to(area):  # root-owned and hidden from every Worker: no one can race the mkdir
                 real.parent.mkdir(parents=True, exist_ok=True, mode=0o711)
                 real.mkdir(mode=0o750)
@@ -811,11 +817,13 @@ class Supervisor:
                 source.mkdir(parents=True, exist_ok=True)
                 self._own(source, ids)
             if vm.get("subPath") and kind == "bind":
-                source = source / vm["subPath"]
+                try:  # below the volume, also through symlinks its Workers may have left there
+                    source = Path(host_paths.sub_path_within(str(source), str(vm["subPath"])))
+                except host_paths.HostPathRefused:
+                    raise ValueError(f"volume {vm.get('name', '')}: subPath {vm['subPath']!r} is refused") from None
                 self._check_source(source, "hostPath" in vol, vm.get("name", ""))
-                if not source.exists():
-                    source.mkdir(parents=True, exist_ok=True)
-                    self._own(source, ids)
+                if not source.exists():  # made by the job's uid: only where it may write anyway
+                    launcher.make_dir_as(source, ids, 0o750)
             if kind == "bind":
                 source = self._check_source(source, "hostPath" in vol, vm.get("name", ""))
             mounts.append(launcher.Mount(kind, str(source), target, read_only, options))
