@@ -1,7 +1,13 @@
-"""Open in TensorBoard (issue 14.12b): a real TensorBoard (the PyPI package) per job, started on demand, bound to
+"""Open in TensorBoard: a real TensorBoard (the PyPI package) per job, started on demand, bound to
 127.0.0.1 on a free port, served by the console under ``/jobs/<job>/tensorboard/`` (TensorBoard's own
 ``--path_prefix``, so its pages and assets need no rewriting) and stopped when nobody used it for
 ``RLARK_TENSORBOARD_IDLE`` seconds (default 600).
+
+It runs as the job itself (docs/security.md): as the uid of the job's Workers, in namespaces of its own where the
+console's files are hidden, with only the job's TensorBoard directory mounted, read-only, at :data:`LOGDIR_MOUNT`
+(``clusters.runtime.local.launcher``). TensorBoard follows symlinks and its plugins read files the run names, so a
+job's files could otherwise make a root TensorBoard read anything on the host. A root console that cannot learn
+the job's uid does not start it.
 
 Who may open it is decided by the view (``accounts.policy.get_job_for``, the job's own permission); this module only
 runs the processes. One process per job and web process; at most :data:`MAX_SERVERS` at once (the least recently used
@@ -90,17 +96,41 @@ def _answers(port: int) -> bool:
     return False
 
 
-def _start(job_name: str, logdir: str) -> Server:
+LOGDIR_MOUNT = "/rlark/tensorboard"
+
+
+def _spawn(job_name: str, logdir: str, port: int, prefix: str, ids: tuple[int, int] | None) -> subprocess.Popen:
+    """TensorBoard for ``logdir`` as host uid ``ids[0]`` (None: this console's own user, unprivileged) in a private
+    user, mount and PID namespace, like a local Worker; its log goes to ``<VAR_DIR>/tensorboard/<job>/main.log``."""
+    from clusters.runtime.local import launcher
+
+    pod_dir = Path(settings.VAR_DIR) / "tensorboard" / job_name
+    for d in (pod_dir, pod_dir / "home", pod_dir / "work"):
+        d.mkdir(parents=True, exist_ok=True)
+        if ids is not None and d != pod_dir:
+            os.chown(d, ids[0], ids[0])
+    pod_dir.chmod(0o700)
+    extra = [p for p in os.environ.get("RLARK_LOCAL_HIDE", "").split(os.pathsep) if p]
+    hidden = launcher.hidden_roots([settings.VAR_DIR, settings.RLARK_LOCAL_ROOT, *extra])
+    env = {
+        "PATH": f"{launcher.VENV_BIN}:{launcher.SYSTEM_PATH}",
+        "HOME": launcher.POD_HOME,
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+        "POD_NAME": f"tb-{job_name}"[:63],
+    }
+    argv = [sys.executable, "-m", "tensorboard.main", "--logdir", LOGDIR_MOUNT, "--host", "127.0.0.1"]
+    argv += ["--port", str(port), "--path_prefix", prefix, "--reload_interval", "15"]
+    mounts = [launcher.Mount("bind", str(Path(logdir).resolve()), LOGDIR_MOUNT, read_only=True)]
+    return launcher.spawn(pod_dir, argv, env, mounts, workdir="/", ids=ids, hidden=hidden)
+
+
+def _start(job_name: str, logdir: str, ids: tuple[int, int] | None = None) -> Server:
+    """Start TensorBoard for ``logdir`` as ``ids`` (:func:`_spawn`) and wait until it answers. Raises
+    :class:`TensorBoardUnavailable` (``start_failed``) when it exits or does not answer within START_TIMEOUT s."""
     port = _free_port()
     prefix = prefix_for(job_name)
-    Path(settings.VAR_DIR).mkdir(parents=True, exist_ok=True)
-    log = open(Path(settings.VAR_DIR) / f"tensorboard-{job_name}.log", "ab")  # noqa: SIM115 - owned by the child
-    argv = [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", "127.0.0.1"]
-    argv += ["--port", str(port), "--path_prefix", prefix, "--reload_interval", "15"]
-    proc = subprocess.Popen(
-        argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-    )
-    log.close()
+    proc = _spawn(job_name, logdir, port, prefix, ids)
     server = Server(job_name, logdir, port, prefix, proc)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
@@ -111,6 +141,22 @@ def _start(job_name: str, logdir: str) -> Server:
         time.sleep(0.2)
     server.stop()
     raise TensorBoardUnavailable("start_failed", "TensorBoard did not answer in time")
+
+
+def _job_ids(job) -> tuple[int, int] | None:
+    """The host uid range of ``job``'s Workers (its head Task's local cluster). Raises
+    :class:`TensorBoardUnavailable` (``start_failed``) when a root console cannot learn it: TensorBoard never runs
+    as root."""
+    from clusters.runtime import registry
+
+    head = job.tasks.select_related("cluster").filter(head=True).first() or job.tasks.select_related("cluster").first()
+    try:
+        ids = registry.runtime_for(head.cluster).job_ids(job.name) if head is not None else None
+    except Exception as exc:  # noqa: BLE001 - any runtime failure: refuse rather than run as root
+        raise TensorBoardUnavailable("start_failed", f"the job's uid is unknown: {exc}") from None
+    if ids is None and os.geteuid() == 0:
+        raise TensorBoardUnavailable("start_failed", "the job's uid is unknown")
+    return ids
 
 
 def ensure(job) -> Server:
@@ -133,7 +179,7 @@ def ensure(job) -> Server:
             oldest = min(_servers.values(), key=lambda s: s.last_used)
             oldest.stop()
             _servers.pop(oldest.job, None)
-        server = _start(job.name, source.host_dir)
+        server = _start(job.name, source.host_dir, _job_ids(job))
         _servers[job.name] = server
         _ensure_reaper()
         return server

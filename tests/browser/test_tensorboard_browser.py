@@ -26,8 +26,21 @@ pytestmark = [
 SHOTS = screenshot_dir()
 
 
+@pytest.fixture
+def job_uid(monkeypatch):
+    """The uid range the job's Workers would have (a real subordinate slot when root; the fixture's job has no
+    supervisor to ask): TensorBoard runs as it."""
+    import os
+
+    from clusters.runtime.local import idmap
+
+    ids = idmap.slot_ids(idmap.ensure_range()[0], 7) if os.geteuid() == 0 else None
+    monkeypatch.setattr(tensorboard_server, "_job_ids", lambda job: ids)
+    return ids
+
+
 def test_open_in_tensorboard_owner_sees_it_other_user_does_not_idle_stops(
-    page, live_server, client, seeded, alice, bob
+    page, live_server, client, seeded, alice, bob, job_uid
 ):
     seeded.owner = alice
     seeded.save(update_fields=["owner"])

@@ -232,6 +232,12 @@ class LocalRuntime(Runtime):
     def list_pods(self, namespace: str, job: str) -> list[PodInfo]:
         return [_pod_info(d) for d in self._call("list_pods", with_nodes=True, job=job) or []]
 
+    def job_ids(self, job: str) -> tuple[int, int] | None:
+        """``(first host uid, count)`` that ``job``'s Workers run as on this cluster, None for an unprivileged
+        supervisor. Raises RuntimeFailure when the supervisor cannot answer."""
+        ids = self._call("job_ids", job=job)
+        return (int(ids[0]), int(ids[1])) if ids else None
+
     def pod_info(self, pod: str) -> dict[str, Any]:
         """Supervisor's record of one Pod (``pid``, ``ns_pid``, ``env``, ``workdir``, ``dir``, ...)."""
         try:

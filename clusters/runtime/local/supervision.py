@@ -414,6 +414,12 @@ class Supervisor:
     def op_list_nodes(self, cluster: str) -> dict[str, dict[str, float]]:
         return self._used(cluster)
 
+    def op_job_ids(self, cluster: str, job: str) -> list[int] | None:
+        """``[first host uid, count]`` of ``job``'s subordinate slot (what its Workers run as), None when this
+        supervisor is not root. Raises RuntimeError when a root supervisor has no usable range."""
+        ids = self._job_ids(cluster, job)
+        return list(ids) if ids is not None else None
+
     def op_pod_info(self, cluster: str, pod: str) -> dict[str, Any]:
         p = self.state["pods"].get(_key(cluster, pod))
         if p is None:

@@ -41,6 +41,7 @@ OPS = {
     "list_pods": "op_list_pods",
     "list_nodes": "op_list_nodes",
     "pod_info": "op_pod_info",
+    "job_ids": "op_job_ids",
     "pod_metrics": "op_pod_metrics",
     "list_namespaces": "op_list_namespaces",
     "set_network": "op_set_network",
