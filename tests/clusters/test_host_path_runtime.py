@@ -37,8 +37,7 @@ def test_the_supervisor_creates_nothing_it_refuses_and_makes_the_rest_as_the_job
     rt = sup.runtime(NODES)  # a test double of a cluster: the always-refused rule only, in the supervisor
     refused = [Path("/root") / f"rlark-test-{os.getpid()}", tmp_path / "root" / "stolen", Path("/etc/rlark-test")]
     allowed = Path("/srv") / f"rlark-test-{os.getpid()}" / "out"
-    allowed.parent.mkdir(parents=True)
-    allowed.parent.chmod(0o1777)  # an administrator's root that jobs may create their directories in
+    allowed.parent.mkdir(parents=True)  # an administrator's root, root-owned 0755
     (allowed.parent / "lnk").symlink_to("/etc")  # as a Worker could leave it in its own directory
     escapes = [("../../../etc/rlark-sub-a", Path("/etc/rlark-sub-a")), ("lnk/rlark-sub-b", Path("/etc/rlark-sub-b"))]
     try:

@@ -129,21 +129,39 @@ def envexec_argv(fd: int, workdir: str, mode: str, command: list[str]) -> list[s
 
 
 def make_dir_as(path: Path, ids: tuple[int, int] | None, mode: int) -> None:
-    """``mkdir -p path`` as the host uid/gid ``ids[0]`` (a root caller; the job's Worker uid), so a directory
-    appears only where that uid may write and is its own; as this process when ``ids`` is None. ``mode`` is the
-    last component's. Raises ValueError with the reason when it cannot be made."""
+    """Make the missing directories of ``path`` (absolute, already resolved and checked by the caller): the last
+    one owned by host uid/gid ``ids[0]`` (the job's Worker uid) with ``mode``, the ones above it root's, 0711
+    (traversable, not listable). Walks from ``/`` one component at a time with ``O_NOFOLLOW``, so a component a
+    Worker swapped for a symlink after the check makes it fail instead of creating anything elsewhere. ``ids``
+    None (an unprivileged supervisor): a plain ``mkdir -p`` as this process. Raises ValueError with the reason."""
     if ids is None:
         try:
             path.mkdir(parents=True, exist_ok=True, mode=mode)
         except OSError as exc:
             raise ValueError(f"cannot create {path}: {exc.strerror}") from None
         return
-    uid = int(ids[0])
-    setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
-    argv = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "mkdir", "-p", "-m", f"{mode:o}", "--"]
-    done = subprocess.run([*argv, str(path)], env=CLEAN_ENV, capture_output=True, text=True, timeout=30)
-    if done.returncode != 0:
-        raise ValueError(f"cannot create {path} as uid {uid}: {done.stderr.strip()[:300]}")
+    parts = Path(path).parts
+    if not parts or parts[0] != "/":
+        raise ValueError(f"cannot create {path}: not an absolute path")
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for i, name in enumerate(parts[1:], start=1):
+            last = i == len(parts) - 1
+            try:
+                nfd = os.open(name, flags, dir_fd=fd)
+            except FileNotFoundError:
+                os.mkdir(name, mode if last else 0o711, dir_fd=fd)
+                nfd = os.open(name, flags, dir_fd=fd)
+                if last:
+                    os.fchown(nfd, int(ids[0]), int(ids[0]))
+                os.fchmod(nfd, mode if last else 0o711)
+            os.close(fd)
+            fd = nfd
+    except OSError as exc:
+        raise ValueError(f"cannot create {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
 
 
 def write_mounts(path: Path, mounts: list[Mount]) -> None:

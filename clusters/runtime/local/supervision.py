@@ -722,9 +722,9 @@ class Supervisor:
     def _host_path(self, host_path: dict[str, Any], name: str, ids: tuple[int, int] | None) -> Path:
         """The checked real path of a hostPath volume. Checked first (``jobs.spec.host_paths.check_protected``:
         no system directory, nothing of the console's but the host-path area ``<root>/host-paths``), then, for
-        ``DirectoryOrCreate``, a missing directory is made by the job's uid (``ids``), mode 0750, so it can only
-        appear where that uid may write. Raises ValueError (the Pod's CreateContainerError): a refused path
-        creates nothing."""
+        ``DirectoryOrCreate``, a missing directory is made for the job's uid (``ids``), mode 0750, without
+        following a symlink on the way (``launcher.make_dir_as``). Raises ValueError (the Pod's
+        CreateContainerError): a refused path creates nothing."""
         path = str(host_path.get("path") or "")
         try:
             real = Path(
@@ -733,13 +733,7 @@ class Supervisor:
         except host_paths.HostPathRefused as exc:
             raise ValueError(f"volume {name}: hostPath {path} is refused ({exc.code})") from None
         if host_path.get("type") in (None, "", "DirectoryOrCreate") and not real.exists():
-            area = Path(self.host_path_area)
-            if real.is_relative_to(area):  # root-owned and hidden from every Worker: no one can race the mkdir
-                real.parent.mkdir(parents=True, exist_ok=True, mode=0o711)
-                real.mkdir(mode=0o750)
-                self._own(real, ids, 0o750)
-            else:
-                launcher.make_dir_as(real, ids, 0o750)
+            launcher.make_dir_as(real, ids, 0o750)
         return real
 
     def _claim_dir(self, cluster: str, pvc: dict[str, Any]) -> Path:
@@ -828,7 +822,7 @@ class Supervisor:
                 except host_paths.HostPathRefused:
                     raise ValueError(f"volume {vm.get('name', '')}: subPath {vm['subPath']!r} is refused") from None
                 self._check_source(source, "hostPath" in vol, vm.get("name", ""))
-                if not source.exists():  # made by the job's uid: only where it may write anyway
+                if not source.exists():  # the job's, 0750, made without following a symlink on the way
                     launcher.make_dir_as(source, ids, 0o750)
             if kind == "bind":
                 source = self._check_source(source, "hostPath" in vol, vm.get("name", ""))
