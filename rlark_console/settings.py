@@ -262,7 +262,13 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"rlark.audit": {"level": "INFO"}, "django.channels.server": {"level": "WARNING"}},
+    "loggers": {
+        "rlark.audit": {"level": "INFO"},
+        "django.channels.server": {"level": "WARNING"},
+        # asyncssh logs every exec request's command line at INFO: commands may carry secrets, and the bastion's
+        # audit rows deliberately never record them (README, "SSH into Workers")
+        "asyncssh": {"level": "WARNING"},
+    },
 }
 
 # Log archive (jobs.services.log_archive): per-job cap on the compressed logs kept after Stop/Delete

@@ -316,6 +316,16 @@ def test_local_forward_reaches_only_the_workers_own_ports(bastion):
         admin.ssh(HEADER, f"pkill -f 'http.server {inner}' || true")
 
 
+def test_commands_are_never_logged(bastion):
+    """The audit rows never record commands (README), and neither does the console's log: asyncssh's own INFO
+    line ("Command: ...") is kept out, since a command line may carry a secret."""
+    server, _api, admin, _tmp = bastion
+    marker = "rlark-not-for-logs-$((6 * 7))"
+    done = admin.ssh(HEADER, f"echo {marker}")
+    assert done.returncode == 0 and b"rlark-not-for-logs-42" in done.stdout, done.stderr.decode()
+    assert marker not in server.log_path.read_text(errors="replace")
+
+
 def test_denials(bastion):
     server, _api, admin, tmp = bastion
     bob = Client(tmp, "bob", admin.port)
