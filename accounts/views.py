@@ -21,13 +21,22 @@ class RateLimitedLoginView(auth_views.LoginView):
     def post(self, request, *args, **kwargs):  # noqa: D102
         username = request.POST.get("username", "")
         addr = request_address(request)
+        with ratelimit.pair_turn(addr, username) as turn:  # one check at a time per pair: the counter holds
+            if not turn:
+                return self._throttled(username)
+            return self._post(request, username, addr, *args, **kwargs)
+
+    def _throttled(self, username: str):
+        """429 with an unbound form: the posted password is never checked while locked, so the page cannot tell a
+        right password from a wrong one (nor does it show "enter a correct username and password" beside this)."""
+        form = self.get_form_class()(self.request, initial={"username": username[:150]})
+        form.cleaned_data = {}  # unbound: nothing was validated, only this error is shown
+        form.add_error(None, _("Too many failed logins. Try again in a few minutes."))
+        return self.render_to_response(self.get_context_data(form=form), status=429)
+
+    def _post(self, request, username: str, addr: str, *args, **kwargs):
         if ratelimit.is_locked(addr, username):
-            # An unbound form: the posted password is never checked while locked, so the page cannot tell a right
-            # password from a wrong one (it also showed "enter a correct username and password" beside this).
-            form = self.get_form_class()(request, initial={"username": username[:150]})
-            form.cleaned_data = {}  # unbound: nothing was validated, only this error is shown
-            form.add_error(None, _("Too many failed logins. Try again in a few minutes."))
-            return self.render_to_response(self.get_context_data(form=form), status=429)
+            return self._throttled(username)
         return super().post(request, *args, **kwargs)
 
     def form_valid(self, form):  # noqa: D102

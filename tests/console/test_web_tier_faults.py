@@ -105,7 +105,7 @@ def _get(url: str, token: str, timeout: float = 30) -> int:
         return exc.code
 
 
-def _login(base: str, barrier: threading.Barrier) -> int:
+def _login(base: str, barrier: threading.Barrier, username: str = "alice", password: str = "") -> int:
     """Log in as alice through the login page: its CSRF cookie and token first, then (once every thread of
     ``barrier`` has them) the form. The POST's status (302 on success, not followed)."""
     jar = http.cookiejar.CookieJar()
@@ -118,7 +118,8 @@ def _login(base: str, barrier: threading.Barrier) -> int:
     with opener.open(base + "/login/", timeout=60) as response:
         page = response.read().decode()
     csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-    form = urllib.parse.urlencode({"username": "alice", "password": PASSWORD, "csrfmiddlewaretoken": csrf}).encode()
+    fields = {"username": username, "password": password or PASSWORD, "csrfmiddlewaretoken": csrf}
+    form = urllib.parse.urlencode(fields).encode()
     request = urllib.request.Request(base + "/login/", data=form, headers={"Referer": base + "/login/"})
     barrier.wait(timeout=60)
     try:
@@ -146,6 +147,18 @@ def test_twenty_simultaneous_logins_all_succeed(tier):
     )
     assert statuses == [302] * 20, log.read_text()[-3000:]
     assert api == [200] * 3, log.read_text()[-3000:]
+
+
+def test_thirty_simultaneous_wrong_logins_check_at_most_five_passwords(tier):
+    """The login limit (5 failures per address and account in 5 minutes) holds under concurrency: before, 30
+    simultaneous attempts all had their password checked (29 x 200, no 429)."""
+    base, _token, log = tier
+    barrier = threading.Barrier(30)
+    with ThreadPoolExecutor(30) as pool:
+        logins = [pool.submit(_login, base, barrier, "mallory", f"wrong-{i}") for i in range(30)]
+        statuses = [future.result() for future in logins]
+    print(f"30 simultaneous wrong logins: {sorted(statuses)}")
+    assert statuses.count(200) <= 5 and statuses.count(429) >= 25, (sorted(statuses), log.read_text()[-2000:])
 
 
 @pytest.mark.parametrize(
