@@ -112,7 +112,7 @@ def families(p: Path) -> dict[str, tuple[list[dict], bool]]:
 
 @pytest.fixture
 def sup(tmp_path):
-    s = SupervisorProcess(tmp_path / "root").start()
+    s = SupervisorProcess(tmp_path / "root", RLARK_LOCAL_JOB_NETWORKS="1").start()
     yield s
     s.stop()
 

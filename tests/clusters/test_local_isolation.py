@@ -175,13 +175,16 @@ else:
     not (os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL")),
     reason="the console's PostgreSQL and Redis are what CI runs (DATABASE_URL, REDIS_URL)",
 )
-def test_a_worker_on_the_hosts_loopback_cannot_use_the_consoles_postgres_or_redis(sup):
-    """Local Workers share the host's loopback, where the console's PostgreSQL and Redis listen: without the
-    console's credentials (which no Worker gets: its environment is built from scratch) both refuse it."""
+def test_a_worker_on_the_hosts_loopback_cannot_use_the_consoles_postgres_or_redis(tmp_path):
+    """With job networks off (``RLARK_LOCAL_JOB_NETWORKS=0``, what an unprivileged console runs), local Workers
+    share the host's loopback, where the console's PostgreSQL and Redis listen: without the console's credentials
+    (which no Worker gets: its environment is built from scratch) both refuse it. (With job networks, the default,
+    they are not even reachable: tests/clusters/test_local_job_networks.py.)"""
     from urllib.parse import urlparse
 
     db, redis = urlparse(os.environ["DATABASE_URL"]), urlparse(os.environ["REDIS_URL"])
     assert db.hostname in ("127.0.0.1", "localhost") and redis.hostname in ("127.0.0.1", "localhost")
+    sup = SupervisorProcess(tmp_path / "shared-loopback", RLARK_LOCAL_JOB_NETWORKS="0").start()
     rt = sup.runtime(NODES)
     rt.ping()
     probe = f"\"$RLARK_LOCAL_PYTHON\" - {{}} <<'PY'\n{SERVICE_PROBE}\nPY\n"
@@ -198,6 +201,7 @@ def test_a_worker_on_the_hosts_loopback_cannot_use_the_consoles_postgres_or_redi
         lambda: "SERVICES-DONE" in (t := rt.read_log("rlark-system", "svc-header-0")) and t, 60, what="service probes"
     )
     rt.delete_task("rlark-system", "svc-header")
+    sup.stop()
     assert "LEAKED-VARS 0" in log, log
     assert "POSTGRES REFUSED" in log and "password" in log.lower(), log
     assert "REDIS -NOAUTH" in log, log

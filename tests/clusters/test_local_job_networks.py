@@ -99,7 +99,7 @@ def test_a_job_reaches_its_own_workers_and_the_relay_only(tmp_path, settings):
     )  # a job's TensorBoard, as the console runs it
     loopback, anywhere, relay = Listener("127.0.0.1"), Listener("0.0.0.0"), Listener("0.0.0.0")
     root = tmp_path / "root"
-    sup = SupervisorProcess(root, RLARK_DOMAIN_RELAY_PORT=str(relay.port)).start()
+    sup = SupervisorProcess(root, RLARK_DOMAIN_RELAY_PORT=str(relay.port), RLARK_LOCAL_JOB_NETWORKS="1").start()
     rt = sup.runtime(NODES)
     try:
         rt.apply_task(manifest("jobb", "header", head=True, run="sleep 600"))

@@ -161,6 +161,9 @@ class SupervisorProcess:
             **os.environ,
             "RLARK_LOCAL_BACKOFF_BASE": "1",
             "RLARK_LOCAL_STOP_GRACE": "5",
+            # The host's loopback, as an unprivileged console runs Workers (the runtime tests were written for it);
+            # the tests of job networks, and the whole console in tests/e2e, run the default (a network per job).
+            "RLARK_LOCAL_JOB_NETWORKS": "0",
             **env,
         }
         self.proc: subprocess.Popen | None = None

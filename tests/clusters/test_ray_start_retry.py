@@ -58,7 +58,7 @@ def log_of(root: Path, pod: str, name: str = "main.log") -> str:
 
 def test_a_failed_ray_start_is_started_again_and_a_stop_is_not(tmp_path, fail_once_bin):
     root = tmp_path / "root"
-    sup = SupervisorProcess(root).start()
+    sup = SupervisorProcess(root, RLARK_LOCAL_JOB_NETWORKS="1").start()
     rt = sup.runtime(NODES)
     env = [{"name": "PATH", "value": f"{fail_once_bin}:{launcher.default_path()}"}]
     try:
