@@ -51,12 +51,15 @@ def test_worker_copy_is_the_jobs_read_only_file_and_forget_removes_both(tmp_path
     uid = 100000 + 7 if os.geteuid() == 0 else None
     mount = ray_auth.worker_mount(tmp_path, "j1", (uid, 65536) if uid else None)
     assert (mount.target, mount.read_only, mount.kind) == ("/rlark/ray-auth", True, "bind")
-    copy = tmp_path / "ray-auth" / "j1" / "token"
+    copy = tmp_path / "ray-auth" / "j1" / str(uid or os.geteuid()) / "token"  # one copy per host uid of the job
     assert mount.source == str(copy.parent)
     assert copy.read_text() == TOKEN and copy.stat().st_mode & 0o777 == 0o400
     if uid:
         assert copy.stat().st_uid == uid
     assert ray_auth.worker_env() == {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": "/rlark/ray-auth/token"}
+    other = ray_auth.worker_mount(tmp_path, "j1", (uid + 65536, 65536) if uid else None)  # its Workers elsewhere
+    if uid:
+        assert other.source != mount.source and copy.stat().st_uid == uid  # neither copy locks the other uid out
     ray_auth.forget(tmp_path, "j1")
     assert not copy.parent.exists() and not (tmp_path / "ray-auth" / "j1.token").exists()
 

@@ -168,7 +168,8 @@ def test_mounts_env_exec_metrics_and_scale_to_zero(sup, tmp_path):
     assert (host_dir / "hello.txt").read_text().startswith("written by mnt-rollout-")
     claim_dir = Path(sup.root) / "storage" / "c1" / "oss-a" / "ckpt-claim"
     assert (claim_dir / "p.txt").read_text() == "pvc\n"
-    assert int((claim_dir / "shm-size").read_text()) == 64 * 2**20
+    shm = claim_dir / "shm-size"  # written after hello.txt: wait for it, not just for the file to be opened
+    assert int(wait_for(lambda: shm.exists() and shm.read_text().strip(), 20, what="the /dev/shm size")) == 64 * 2**20
     assert not Path(mount_at).exists()  # only the Worker sees the mountPath (in its private /tmp)
     log = wait_for(lambda: (t := rt.read_log("rlark-system", "mnt-rollout-1")) and "FOO=" in t and t, 10, what="log")
     assert "FOO=bar" in log and "HEAD=127.0.0.1" in log and "PORT=6379" not in log

@@ -76,7 +76,8 @@ from jobs.models import Job, Task
 from jobs.spec.manifests import build_task_manifests
 doc = yaml.safe_load(Path("tests/fake_k8s/golden/job_3role.yaml").read_text())
 cluster = Cluster.objects.create(name="gpu-a", runtime="kubernetes", namespace="rlark-system",
-                                 kubeconfig=os.environ["REATTACH_KUBECONFIG"], status="online")
+                                 kubeconfig=os.environ["REATTACH_KUBECONFIG"], status="online",
+                                 allow_host_path=True, host_path_roots="/data")
 registry = SimpleNamespace(name="corp", registry="registry.example.com", username="robot", password="pw", public=False)
 manifests = build_task_manifests({JOB!r}, doc, clusters={{"gpu-a": cluster}}, registries=[registry], ssh_keys=[])
 job = Job.objects.create(name={JOB!r}, owner=get_user_model().objects.get(username="alice"), spec=doc, phase="Running")

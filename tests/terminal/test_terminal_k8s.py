@@ -36,7 +36,13 @@ def k8s_job(fake_k8s, fake_kubeconfig, alice, settings):  # noqa: F811
     settings.RLARK_K8S_READ_TIMEOUT = 5
     use_runtime_factory(None)  # the real registry: KubernetesRuntime for this cluster
     cluster = Cluster.objects.create(
-        name="gpu-a", runtime="kubernetes", namespace=NS, kubeconfig=yaml.safe_dump(fake_kubeconfig), status="online"
+        name="gpu-a",
+        runtime="kubernetes",
+        namespace=NS,
+        kubeconfig=yaml.safe_dump(fake_kubeconfig),
+        status="online",
+        allow_host_path=True,  # the golden job mounts /data/datasets from the node
+        host_path_roots="/data",
     )
     manifests = build_task_manifests(JOB, DOC, clusters={"gpu-a": cluster}, registries=[REGISTRY], ssh_keys=[])
     job = Job.objects.create(name=JOB, owner=alice, spec=DOC, phase="Running")

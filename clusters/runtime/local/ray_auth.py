@@ -6,8 +6,9 @@ connects is refused. Files under the supervisor's state root ``<root>`` (hidden 
 
     ray-auth/                  0700, the supervisor's
     ray-auth/<job>.token       0600, the supervisor's: the job's token (64 hex characters)
-    ray-auth/<job>/token       0400, the job's host uid: the copy its Workers read, in a 0755 directory bind-mounted
-                               read-only at /rlark/ray-auth, so RAY_AUTH_TOKEN_PATH=/rlark/ray-auth/token
+    ray-auth/<job>/<uid>/token 0400, a host uid of the job: the copy its Workers read (a job on two local clusters
+                               has one uid on each), in a 0755 directory bind-mounted read-only at /rlark/ray-auth,
+                               so RAY_AUTH_TOKEN_PATH=/rlark/ray-auth/token
 
 The token is the one the console put in the Task's ray-auth Secret (:func:`take_token`; the same token as the job's
 Workers on other clusters), or, for a manifest without one, ``secrets.token_hex(32)`` made here. It is kept out of
@@ -99,11 +100,13 @@ def worker_mount(root: Path, job: str, ids: tuple[int, int] | None) -> launcher.
     own uid when ``ids`` is None), refreshed from the job's token, as a read-only bind mount at :data:`MOUNT`."""
     token = store(root, job)
     wdir = _dir(root) / _job(job)
-    if wdir.is_symlink() or (wdir.exists() and not wdir.is_dir()):
-        wdir.unlink()
-    wdir.mkdir(mode=0o755, exist_ok=True)
-    os.chown(wdir, os.geteuid(), os.getegid(), follow_symlinks=False)
-    wdir.chmod(0o755)
+    for d in (wdir, wdir / str(ids[0] if ids is not None else os.geteuid())):
+        if d.is_symlink() or (d.exists() and not d.is_dir()):
+            d.unlink()
+        d.mkdir(mode=0o755, exist_ok=True)
+        os.chown(d, os.geteuid(), os.getegid(), follow_symlinks=False)
+        d.chmod(0o755)
+        wdir = d
     _write(wdir / TOKEN_FILE, token, 0o400, ids[0] if ids is not None else None)
     return launcher.Mount("bind", str(wdir), MOUNT, read_only=True)
 
