@@ -142,9 +142,13 @@ def start_console(tmp: Path, public_key: str, timeout: float) -> tuple[str, Call
         doc = yaml.safe_load((ROOT / "examples" / "demo" / "job.yaml").read_text())
         header = doc["spec"]["tasks"][0]
         spec = header["kubernetes"]["workload"]["template"]["spec"]
-        (tmp / "output").mkdir(mode=0o777)
-        (tmp / "output").chmod(0o1777)
-        spec["volumes"][0]["hostPath"]["path"] = str(tmp / "output")
+        from django.conf import settings
+
+        from jobs.spec.host_paths import demo_output_path
+
+        # the demo cluster allows each user's own directory only (what the wizard's demo uses)
+        output = demo_output_path(str(settings.RLARK_LOCAL_ROOT), "admin", doc["metadata"]["name"])
+        spec["volumes"][0]["hostPath"]["path"] = output
         spec["containers"][0].pop("resources", None)
         header["runScript"] = "sleep 100000"  # the Workers only need to run
         admin = get_user_model().objects.get(username="admin")

@@ -30,6 +30,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from clusters.runtime import registry
+from clusters.runtime.local import launcher
 from jobs.services.metrics import tensorboard_source
 
 MAX_SERVERS = 4
@@ -102,8 +104,6 @@ LOGDIR_MOUNT = "/rlark/tensorboard"
 def _spawn(job_name: str, logdir: str, port: int, prefix: str, ids: tuple[int, int] | None) -> subprocess.Popen:
     """TensorBoard for ``logdir`` as host uid ``ids[0]`` (None: this console's own user, unprivileged) in a private
     user, mount and PID namespace, like a local Worker; its log goes to ``<VAR_DIR>/tensorboard/<job>/main.log``."""
-    from clusters.runtime.local import launcher
-
     pod_dir = Path(settings.VAR_DIR) / "tensorboard" / job_name
     for d in (pod_dir, pod_dir / "home", pod_dir / "work"):
         d.mkdir(parents=True, exist_ok=True)
@@ -147,8 +147,6 @@ def _job_ids(job) -> tuple[int, int] | None:
     """The host uid range of ``job``'s Workers (its head Task's local cluster). Raises
     :class:`TensorBoardUnavailable` (``start_failed``) when a root console cannot learn it: TensorBoard never runs
     as root."""
-    from clusters.runtime import registry
-
     head = job.tasks.select_related("cluster").filter(head=True).first() or job.tasks.select_related("cluster").first()
     try:
         ids = registry.runtime_for(head.cluster).job_ids(job.name) if head is not None else None
