@@ -44,18 +44,22 @@ def main() -> int:
         return 1
     import psutil
     import yaml
+    from django.conf import settings
     from django.contrib.auth import get_user_model
 
     from clusters.models import Cluster
     from clusters.runtime.registry import get_runtime
     from jobs.services import controller
     from jobs.services.submission import create_job
+    from jobs.spec.host_paths import demo_output_path
 
     result = 1
     try:
         doc = yaml.safe_load((ROOT / "examples" / "demo" / "job.yaml").read_text())
         header = doc["spec"]["tasks"][0]
-        header["kubernetes"]["workload"]["template"]["spec"]["volumes"][0]["hostPath"]["path"] = str(tmp / "output")
+        # the demo cluster allows each user's own directory only (what the wizard's demo uses)
+        output = demo_output_path(str(settings.RLARK_LOCAL_ROOT), "admin", doc["metadata"]["name"])
+        header["kubernetes"]["workload"]["template"]["spec"]["volumes"][0]["hostPath"]["path"] = output
         header["runScript"] += f" --steps {args.steps} --step-interval 0.5 --run-name bench"
         user = get_user_model().objects.get(username="admin")
         runtime = get_runtime(Cluster.objects.get(name="local"))

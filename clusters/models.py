@@ -46,8 +46,8 @@ class Cluster(models.Model):
         default="",
         help_text=_(
             "One absolute path per line: hostPath volumes must lie in one of them (nothing is allowed when empty)."
-            " {user} stands for the submitting user's name. System directories and the console's own files are"
-            " always refused."
+            " <code>{user}</code> stands for the submitting user's name. System directories and the console's own"
+            " files are always refused."
         ),
     )
     isolated_network = models.BooleanField(

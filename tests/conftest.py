@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import socket
@@ -118,7 +119,8 @@ def _e2e_database_url(tmp: Path) -> str:
     import psycopg
 
     base, _, name = url.rpartition("/")
-    e2e_name = f"{name or 'rlark'}_e2e"
+    # one database per console server: a test's own console must not drop the session console's database
+    e2e_name = f"{name or 'rlark'}_e2e_{hashlib.sha1(str(tmp).encode()).hexdigest()[:8]}"
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{e2e_name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{e2e_name}"')
@@ -139,6 +141,20 @@ def state_dir_outside_tmp(tmp: Path) -> Path:
     import tempfile
 
     return Path(tempfile.mkdtemp(prefix="console-", dir=STATE_BASE)) / "var"
+
+
+def _drop_e2e_database(url: str) -> None:
+    """Drop a console server's own PostgreSQL database (nothing for SQLite). Never raises."""
+    if not url.startswith(("postgres://", "postgresql://")) or "_e2e_" not in url:
+        return
+    import psycopg
+
+    base, _, name = url.rpartition("/")
+    try:
+        with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    except psycopg.Error:
+        pass
 
 
 class ConsoleServer:
@@ -217,6 +233,7 @@ class ConsoleServer:
             self.manage("local_supervisor", "--stop", check=False)
             if self.var_dir.parent.parent == STATE_BASE:
                 shutil.rmtree(self.var_dir.parent, ignore_errors=True)
+            _drop_e2e_database(self.env["DATABASE_URL"])
 
 
 @pytest.fixture(scope="session")

@@ -153,15 +153,18 @@ def _refused_system_path(real: str) -> bool:
 
 
 def policy_for(roots_text: str, checkout: str, var_dir: str, local_root: str) -> HostPathPolicy:
-    """The policy of a cluster whose administrator allowed ``roots_text`` (see :func:`parse_roots`; invalid lines
-    allow nothing), for a console whose checkout, state directory and local runtime root are given. The local
-    runtime's ``<local_root>/host-paths`` is the one place inside the state directory a root may name."""
+    """The policy of a cluster whose administrator allowed ``roots_text`` (see :func:`parse_roots`; an invalid
+    line allows nothing, the valid ones still apply), for a console whose checkout, state directory and local
+    runtime root are given. The local runtime's ``<local_root>/host-paths`` is the one place inside the state
+    directory a root may name."""
     area = host_path_area(local_root)
-    try:
-        roots = tuple(parse_roots(roots_text, [area]))
-    except HostPathRefused:
-        roots = ()
-    return HostPathPolicy(roots=roots, protected=(checkout, var_dir), exempt=(area,))
+    roots = []
+    for line in (roots_text or "").splitlines()[: MAX_ROOTS * 4]:  # each line on its own: one bad line allows less
+        try:
+            roots += parse_roots(line, [area])
+        except HostPathRefused:
+            continue
+    return HostPathPolicy(roots=tuple(roots[:MAX_ROOTS]), protected=(checkout, var_dir), exempt=(area,))
 
 
 def host_path_area(local_root: str) -> str:

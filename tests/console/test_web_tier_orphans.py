@@ -4,6 +4,7 @@ started by the test and stopped by its PID; every wait has a timeout."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -120,7 +121,8 @@ def test_the_signal_is_not_inherited_by_grandchildren():
         kill(middle)
         for pid in (child, grandchild):
             if not wait_gone(pid, 0):
-                os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # it may end between the check and the kill
+                    os.kill(pid, signal.SIGKILL)
 
 
 def test_an_exited_child_has_its_group_killed_before_it_is_reaped():
