@@ -197,7 +197,8 @@ def test_demo_job_end_to_end(console_server, api, page, tmp_path):
         assert [rows.nth(i).get_attribute("data-phase") for i in range(3)] == ["Running"] * 3
         page.click(f"[data-testid=expand-{JOB}-rollout-1]")
         assert page.locator(f"[data-testid=pods-{JOB}-rollout-1]").is_visible()
-        assert "127.0.0.1" in page.locator(f"[data-testid=pods-{JOB}-rollout-1]").inner_text()
+        # the Worker's own address in its job's network (docs/security.md), not the host's loopback
+        assert "\t100.64." in page.locator(f"[data-testid=pods-{JOB}-rollout-1]").inner_text()
         page.screenshot(path=str(ARTIFACTS / f"job-detail-workers-{lang}.png"), full_page=True)
         page.goto(f"{console_server.url}/jobs/{JOB}/?tab=logs")
         # The embedded Logs panel (issue 6) opens on the header's log; filter to the marker line.

@@ -155,10 +155,10 @@ def test_webterminal_on_a_local_worker(running_job, page, tmp_path):
 
     wait_screen(page, "^" + hashlib.sha256(payload).hexdigest() + r"\s+sample\.bin")
     page.screenshot(path=str(ARTIFACTS / "terminal-local-job-en.png"), full_page=True)
-    shells_before = {  # this session's exec process: nsenter into the Worker, then bash
+    shells_before = {  # this session's exec process: nsenter into the Worker, envexec (its env, then cd), then bash
         p.pid
         for p in psutil.process_iter(["cmdline"])
-        if (cmd := p.info["cmdline"] or []) and "nsenter" in cmd[0] and {"rlark-exec", workdir, "bash"} <= set(cmd)
+        if (cmd := p.info["cmdline"] or []) and "nsenter" in cmd[0] and {"fallback", workdir, "bash"} <= set(cmd)
     }
     assert len(shells_before) == 1, shells_before
     type_line(page, "exit")
