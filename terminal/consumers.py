@@ -547,17 +547,7 @@ class TerminalConsumer(_JobSocket):
             return False
         if self.remote is not None:  # a relayed shell is kept by its owner (detach), not here
             return False
-        current = asyncio.current_task()
-        for task in [*self.tasks, self.download_task]:
-            if task is not None and task is not current and not task.done():
-                task.cancel()
-        self.parked_output = bytearray()
-        _parked[self.resume_token] = self
-        self.tasks = [
-            asyncio.create_task(self._drain()),
-            asyncio.create_task(self._expire()),
-            asyncio.create_task(self._publish(self.grace_period)),
-        ]
+        self._keep_for_grace([*self.tasks, self.download_task])
         return True
 
     async def _publish(self, ttl: float) -> None:
@@ -652,9 +642,14 @@ class TerminalConsumer(_JobSocket):
             return
         self.proxy = None
         _hosted.pop(self.resume_token, None)
+        self._keep_for_grace(self.tasks)
+
+    def _keep_for_grace(self, running: list) -> None:
+        """Keep this shell for its grace period: cancel ``running`` (not the calling task), start buffering its
+        output, make it findable for a reconnect here and through the registry (drain, expiry, publish tasks)."""
         current = asyncio.current_task()
-        for task in self.tasks:
-            if task is not current:
+        for task in running:
+            if task is not None and task is not current and not task.done():
                 task.cancel()
         self.parked_output = bytearray()
         _parked[self.resume_token] = self

@@ -10,6 +10,8 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
+import psutil
+
 
 def stop_group(proc: subprocess.Popen, timeout: float = 30) -> None:
     """SIGTERM to ``proc``, then SIGKILL to its process group after ``timeout`` s. Only that group: never a
@@ -52,3 +54,16 @@ def start_web_tier(
                 log.close()
                 raise RuntimeError(log_path.read_text()[-3000:]) from None
             time.sleep(0.3)
+
+
+def alive(procs: set[tuple[int, float]]) -> set[tuple[int, float]]:
+    """The recorded processes still running (same PID and start time, not a zombie)."""
+    left = set()
+    for pid, started in procs:
+        try:
+            proc = psutil.Process(pid)
+            if proc.create_time() == started and proc.status() != psutil.STATUS_ZOMBIE:
+                left.add((pid, started))
+        except psutil.Error:
+            pass
+    return left

@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from tests.conftest import ARTIFACTS, E2E_ADMIN_PASSWORD, ROOT
+from tests.processes import alive
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray, pytest.mark.browser]
 
@@ -108,19 +109,6 @@ def job_pids(server, job: str = JOB) -> dict[str, set[tuple[int, float]]]:
                     pass
             out[pod["name"]] = procs
     return out
-
-
-def alive(procs: set[tuple[int, float]]) -> set[tuple[int, float]]:
-    """The recorded processes still running (same PID and start time, not a zombie)."""
-    left = set()
-    for pid, started in procs:
-        try:
-            proc = psutil.Process(pid)
-            if proc.create_time() == started and proc.status() != psutil.STATUS_ZOMBIE:
-                left.add((pid, started))
-        except psutil.Error:
-            pass
-    return left
 
 
 def child_pid(server, needle: str) -> int:

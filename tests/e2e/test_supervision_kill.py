@@ -30,6 +30,7 @@ import pytest
 
 from tests.clusters.test_local_runtime_support import manifest, nodes_spec
 from tests.conftest import ARTIFACTS, ConsoleServer
+from tests.processes import alive
 
 pytestmark = [pytest.mark.e2e]
 
@@ -88,19 +89,6 @@ def tree(proc: psutil.Process) -> set[tuple[int, float]]:
         except psutil.Error:
             pass
     return out
-
-
-def alive(procs: set[tuple[int, float]]) -> set[tuple[int, float]]:
-    """The recorded processes still running (same PID and start time, not a zombie)."""
-    left = set()
-    for pid, started in procs:
-        try:
-            proc = psutil.Process(pid)
-            if proc.create_time() == started and proc.status() != psutil.STATUS_ZOMBIE:
-                left.add((pid, started))
-        except psutil.Error:
-            pass
-    return left
 
 
 def log_size(server: ConsoleServer) -> int:
