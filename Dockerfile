@@ -1,8 +1,12 @@
 # The network-domain sidecar of Kubernetes Workers (issue 13; jobs/spec/network_sidecar.py):
 #   docker build --target netagent -t rlark-console-netagent:latest .
 # Only the agent (domains/netagent.py), asyncssh as pinned in requirements.lock, and iproute2 for `ip tuntap`.
-FROM python:3.11-slim AS netagent
-RUN apt-get update && apt-get install -y --no-install-recommends iproute2 && rm -rf /var/lib/apt/lists/*
+# BASE: python:3.11-slim for real users; the real test nodes (tools/k8s/images.py) build with no network from a
+# Debian base that already has iproute2 and the pinned wheels, so neither apt nor pip reaches out.
+ARG BASE=python:3.11-slim
+FROM ${BASE} AS netagent
+RUN command -v ip >/dev/null 2>&1 \
+    || { apt-get update && apt-get install -y --no-install-recommends iproute2 && rm -rf /var/lib/apt/lists/*; }
 COPY requirements.lock /tmp/requirements.lock
 RUN pip install --no-cache-dir $(grep -E '^(asyncssh|cryptography|cffi|pycparser|typing.extensions)==' /tmp/requirements.lock)
 WORKDIR /app
@@ -11,7 +15,7 @@ ENV PYTHONUNBUFFERED=1
 ENTRYPOINT ["python", "-m", "domains.netagent"]
 
 # Image for the production topology in docker-compose.yml (the last stage: the default target).
-FROM python:3.11-slim
+FROM ${BASE}
 RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm gettext uidmap && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY requirements.lock pyproject.toml ./

@@ -5,9 +5,9 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PORT ?= $(or $(RLARK_PORT),8000)
 
-.PHONY: install run test lint bench clean k8s-build k8s-up k8s-down local-runtime-deps
+.PHONY: install run test lint bench clean k8s-build k8s-up k8s-up-real k8s-down local-runtime-deps real-node-deps images
 
-install: $(VENV)/.installed static/vendor/.installed locale-compiled local-runtime-deps
+install: $(VENV)/.installed static/vendor/.installed locale-compiled local-runtime-deps real-node-deps
 
 # A root console runs local Workers as subordinate uids (newuidmap/newgidmap from Debian's uidmap), each job in
 # a network namespace of its own behind a host guard (iptables).
@@ -17,6 +17,16 @@ local-runtime-deps:
 	  echo "installing Debian uidmap and iptables for the local runtime"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq uidmap iptables) \
 	  >/dev/null 2>&1 || echo "could not install uidmap and iptables"; fi
+
+# Real test nodes (tools/k8s/nodes.py, images.py): Debian's containerd, runc, CNI plugins, mmdebstrap and podman.
+REAL_NODE_PKGS := containerd runc containernetworking-plugins mmdebstrap podman conntrack
+real-node-deps:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { ! command -v containerd >/dev/null \
+	  || ! command -v runc >/dev/null || ! [ -x /usr/lib/cni/bridge ] || ! command -v mmdebstrap >/dev/null \
+	  || ! command -v podman >/dev/null || ! command -v conntrack >/dev/null; }; then \
+	  echo "installing Debian $(REAL_NODE_PKGS) for real test nodes"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(REAL_NODE_PKGS)) \
+	  >/dev/null 2>&1 || echo "could not install $(REAL_NODE_PKGS)"; fi
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -52,15 +62,27 @@ test: install
 	$(VENV)/bin/lint-imports
 	$(PY) manage.py makemigrations --check --dry-run -v0
 	@bash tools/k8s/build.sh >/dev/null || echo "real Kubernetes control plane not built: its tests (-m k8s_real) will skip"
+	@bash tools/k8s/build-node.sh >/dev/null || echo "real-node binaries not built: their tests (-m k8s_nodes) will skip"
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 k8s-build:
 	bash tools/k8s/build.sh
+	bash tools/k8s/build-node.sh
+
+# Images for real nodes, built here with no network inside a build (tools/k8s/images.py); cached by content hash.
+images: install
+	bash tools/k8s/build-node.sh >/dev/null
+	$(PY) -m tools.k8s.images
 
 # A real control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok) on 127.0.0.1;
 # the last line printed is the admin kubeconfig. `make k8s-down` stops it.
+# REAL_NODES=N also joins N real nodes (kubelet + containerd, Pods as real containers on a guarded bridge; the
+# demo job needs 2). `make k8s-up-real` is REAL_NODES=2.
 k8s-up: install
-	$(PY) -m tools.k8s.controlplane up
+	$(PY) -m tools.k8s.controlplane up $(if $(REAL_NODES),--real-nodes $(REAL_NODES))
+
+k8s-up-real:
+	$(MAKE) k8s-up REAL_NODES=2
 
 k8s-down:
 	$(PY) -m tools.k8s.controlplane down

@@ -525,6 +525,37 @@ def _state_dir() -> Path:
     return Path(os.environ.get("RLARK_VAR_DIR") or HERE.parent.parent / "var") / "k8s"
 
 
+def _real_nodes_wanted(argv: list[str]) -> int:
+    """``--real-nodes N`` (or ``$REAL_NODES``): how many real nodes ``up`` joins (0 = kwok only)."""
+    if "--real-nodes" in argv:
+        return int(argv[argv.index("--real-nodes") + 1])
+    value = os.environ.get("REAL_NODES", "").strip()
+    return int(value) if value.isdigit() else 0
+
+
+def _up_real_nodes(cp: ControlPlane, count: int) -> dict:
+    """Build (when missing) and start ``count`` real nodes for ``cp``; returns their state for state.json."""
+    from tools.k8s import images, nodes
+
+    nodes.build_node_binaries()
+    built = images.build_all()
+    rn = nodes.RealNodes.start(cp, images.node_images(built), count=count)
+    print(f"{count} real node(s) Ready: {', '.join(rn.names)} on {rn.network.bridge} ({rn.network.cidr})")
+    for image in built.values():
+        print(f"  image {image.ref}")
+    return rn.to_state()
+
+
+def _down_real_nodes(state: dict) -> None:
+    from tools.k8s import nodes
+
+    server = state["server"]
+    cp = ControlPlane(bins=Path(state["bins"]), work=Path(state["work"]), api_port=int(server.rsplit(":", 1)[1]))
+    left = nodes.RealNodes.from_state(cp, state["real_nodes"]).stop()
+    if left:
+        print("could not remove: " + ", ".join(left), file=sys.stderr)
+
+
 def cli(argv: list[str]) -> int:
     cmd = argv[0] if argv else "status"
     state_dir = _state_dir()
@@ -548,7 +579,17 @@ def cli(argv: list[str]) -> int:
         work = state_dir / "run"
         subprocess.run(["rm", "-rf", str(work)], check=False, timeout=60)
         cp = ControlPlane.start(bins, work)
-        state_file.write_text(json.dumps(cp.state(), indent=1))
+        state = cp.state()
+        state_file.write_text(json.dumps(state, indent=1))
+        count = _real_nodes_wanted(argv)
+        if count:
+            try:
+                state["real_nodes"] = _up_real_nodes(cp, count)
+            except Exception as exc:
+                print(f"real nodes: {exc}", file=sys.stderr)
+                cli(["down"])
+                return 3
+            state_file.write_text(json.dumps(state, indent=1))
         v = versions()
         print(f"Kubernetes {v['KUBE_VERSION']} (etcd {v['ETCD_VERSION']}, kwok {v['KWOK_VERSION']}) at {cp.server}")
         print("add nodes and get the console's kubeconfig:  .venv/bin/python -m tools.k8s.fleet --count 4 --gpus 8")
@@ -560,6 +601,8 @@ def cli(argv: list[str]) -> int:
             print("no control plane recorded")
             return 0
         state = json.loads(state_file.read_text())
+        if state.get("real_nodes"):
+            _down_real_nodes(state)
         for name in ("kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):
             if name in state["pids"]:
                 _kill_group(int(state["pids"][name]), 10)
@@ -578,7 +621,7 @@ def cli(argv: list[str]) -> int:
             print(f"{name:24} pid {pid:>7}  {'running' if _alive(pid) else 'gone'}")
         print(state["kubeconfig"])
         return 0
-    print("usage: python -m tools.k8s.controlplane up|down|status", file=sys.stderr)
+    print("usage: python -m tools.k8s.controlplane up [--real-nodes N]|down|status", file=sys.stderr)
     return 2
 
 
