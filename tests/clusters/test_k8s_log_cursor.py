@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import random
 
-from clusters.runtime.kubernetes.runtime import _after_timestamp, _after_timestamp_per_line, _by_line_count
+from clusters.runtime.kubernetes.runtime import (
+    _after_timestamp,
+    _after_timestamp_per_line,
+    _by_line_count,
+    _ts_key,
+    _utc_seconds,
+)
 
 LIMIT = 4 << 20
 
@@ -70,3 +76,19 @@ def test_a_server_without_timestamps_is_read_by_line_count():
     later = _by_line_count("one\ntwo\nthree\n", chunk.cursor, LIMIT)
     assert (later.text, later.cursor, later.reset) == ("three\n", "L3", False)
     assert _by_line_count("new\n", later.cursor, LIMIT).reset  # a shorter log: a new container
+
+
+def test_kubelet_timestamps_with_a_utc_offset_ask_since_the_same_moment_in_utc():
+    # A kubelet and containerd outside UTC stamp lines in local time (seen on real nodes with TZ=Asia/Shanghai):
+    # sinceTime must name the same moment, not the local wall clock read as UTC (8 hours in the future).
+    assert _utc_seconds("2026-12-03T21:30:20.512594937+08:00") == "2026-12-03T13:30:20Z"
+    assert _utc_seconds("2026-12-03T13:30:20.5Z") == "2026-12-03T13:30:20Z"
+    assert _utc_seconds("2026-12-03T01:00:00-02:30") == "2026-12-03T03:30:00Z"
+    assert _ts_key("2026-12-03T21:30:20.5+08:00") == _ts_key("2026-12-03T13:30:20.5Z")
+    data = "".join(f"2026-12-03T21:30:2{i}.000000001+08:00 line {i}\n" for i in range(3))
+    first = _after_timestamp(data, "", 0, LIMIT, "")
+    assert first.cursor == "T2026-12-03T21:30:22.000000001+08:00|1"
+    more = data + "2026-12-03T21:30:23.5+08:00 Run script exited with code 0\n"
+    assert _after_timestamp(more, "2026-12-03T21:30:22.000000001+08:00", 1, LIMIT, first.cursor).text == (
+        "Run script exited with code 0\n"
+    )

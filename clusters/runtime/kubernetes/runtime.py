@@ -16,7 +16,7 @@ import re
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client as k8s
@@ -768,7 +768,7 @@ class KubernetesRuntime(Runtime):
     def _log_since(self, pod: str, namespace: str, since_ts: str, kwargs: dict[str, Any], _request_timeout=None):
         """``GET pods/<pod>/log?sinceTime=<whole seconds>``: the generated client has no ``since_time`` argument,
         so the serialized request gets the query parameter added (else ``sinceSeconds`` with a margin)."""
-        since = since_ts.split(".")[0].rstrip("Z") + "Z"
+        since = _utc_seconds(since_ts)
         try:
             method, url, *rest = self.core._read_namespaced_pod_log_serialize(
                 name=pod,
@@ -998,9 +998,30 @@ def _after_timestamp_per_line(parts: list[str], since_ts: str, seen_at: int, end
 
 
 def _ts_key(ts: str) -> tuple[str, str]:
-    """Sortable key of an RFC3339(Nano) UTC timestamp as the kubelet writes them (seconds, fraction)."""
-    main, _, frac = ts.rstrip("Z").partition(".")
+    """Sortable key of an RFC3339(Nano) timestamp as the kubelet writes them: (UTC seconds, fraction). The
+    kubelet stamps lines in its process's time zone (``2026-12-03T21:30:20.5+08:00`` where TZ is not UTC), so an
+    offset is folded into the seconds."""
+    body, offset = ts, ""
+    if not ts.endswith("Z") and len(ts) > 6 and ts[-6] in "+-" and ts[-3] == ":":
+        body, offset = ts[:-6], ts[-6:]
+    main, _, frac = body.rstrip("Z").partition(".")
+    if offset and offset != "+00:00":
+        main = _utc_seconds(f"{main}{offset}").rstrip("Z")
     return main, frac.ljust(9, "0")
+
+
+def _utc_seconds(ts: str) -> str:
+    """``ts`` (RFC3339(Nano), ``Z`` or an offset) as whole UTC seconds ``YYYY-MM-DDTHH:MM:SSZ``: what
+    ``sinceTime`` takes. The fraction is dropped (the API passes whole seconds on anyway)."""
+    main = ts.split(".")[0]
+    offset = ""
+    if not ts.endswith("Z") and len(ts) > 6 and ts[-6] in "+-" and ts[-3] == ":":
+        offset = ts[-6:]
+    main = main.rstrip("Z")[:19]
+    if not offset or offset == "+00:00":
+        return main + "Z"
+    moment = datetime.fromisoformat(main + offset).astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _status_message(text: str) -> str:
