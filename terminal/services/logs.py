@@ -285,13 +285,16 @@ def resolve_targets(layout: Layout) -> tuple[list[LogTarget], list[str]]:
     return sorted(targets.values(), key=lambda t: (order.get(t.task, 0), t.task, t.ordinal)), warnings
 
 
-def _chunks(runtime: Runtime, target: LogTarget, previous: bool, offset: int = 0) -> tuple[Iterator[bytes], int, bool]:
+def _chunks(
+    runtime: Runtime, target: LogTarget, previous: bool, offset: int = 0, timestamps: bool = True
+) -> tuple[Iterator[bytes], int, bool]:
     """Byte chunks of the log, how many leading bytes the caller still has to skip, and whether
-    lines carry a runtime timestamp prefix."""
+    lines carry a runtime timestamp prefix (asked for when ``timestamps`` and the runtime can; the full
+    download asks for none: it is the log as the Worker wrote it)."""
     kwargs: dict = {"previous": previous}
     if target.container != "main" and accepts(runtime.stream_log, "container"):
         kwargs["container"] = target.container
-    stamped = accepts(runtime.stream_log, "timestamps")
+    stamped = timestamps and accepts(runtime.stream_log, "timestamps")
     if stamped:
         kwargs["timestamps"] = True
     skip = offset
@@ -554,6 +557,6 @@ def open_download(target: LogTarget, previous: bool = False) -> tuple[bytes, Ite
     """Start streaming the full log: ``(first chunk, rest)``. The first chunk is read eagerly so
     PodNotFound / missing previous instance are raised before a response is started."""
     runtime = runtime_for(target.cluster)
-    it, skip, _stamped = _chunks(runtime, target, previous)
+    it, skip, _stamped = _chunks(runtime, target, previous, timestamps=False)
     first = next(it, b"")
     return first[skip:] if skip else first, it

@@ -802,10 +802,16 @@ class KubernetesRuntime(Runtime):
             (method, url, *rest), {"200": "str"}, False, False, _request_timeout, True
         )
 
-    def stream_log(self, namespace: str, pod: str, previous: bool = False, container: str = MAIN) -> Iterator[bytes]:
+    def stream_log(
+        self, namespace: str, pod: str, previous: bool = False, container: str = MAIN, timestamps: bool = False
+    ) -> Iterator[bytes]:
+        """The container's log through ``pods/log``; ``timestamps``: every line prefixed with the kubelet's RFC 3339
+        time of it (the Logs tab's timestamps; ``terminal.services.logs`` splits the prefix off)."""
         kwargs: dict[str, Any] = {"container": container or MAIN}
         if previous:
             kwargs["previous"] = True
+        if timestamps:
+            kwargs["timestamps"] = True
         resp = self._call(
             self.core.read_namespaced_pod_log,
             pod,
