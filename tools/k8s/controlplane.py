@@ -634,4 +634,7 @@ def _alive(pid: int) -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(cli(sys.argv[1:]))
+    # Through the imported module, so that its classes (ControlPlaneError…) are the ones tools.k8s.nodes catches.
+    from tools.k8s import controlplane
+
+    sys.exit(controlplane.cli(sys.argv[1:]))

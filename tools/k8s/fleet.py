@@ -131,7 +131,9 @@ def _main(argv: list[str]) -> int:
     state = json.loads((_state_dir() / "state.json").read_text())
     cp = ControlPlane(bins=Path(state["bins"]), work=Path(state["work"]))
     cp.api_port = int(state["server"].rsplit(":", 1)[1])
-    add_nodes(cp, gpu_fleet(args.prefix, max(0, min(args.count, 5000)), args.gpus))
+    fleet = gpu_fleet(args.prefix, max(0, min(args.count, 5000)), args.gpus)
+    if fleet:  # --count 0: only the console's kubeconfig (real nodes of `make k8s-up-real` are already there)
+        add_nodes(cp, fleet)
     out = Path(state["work"]) / f"console-{args.namespace}.kubeconfig"
     out.write_text(yaml.safe_dump(console_kubeconfig(cp, args.namespace, hours=24 * 30)))
     out.chmod(0o600)
