@@ -42,6 +42,12 @@ SCRIPTS = {
         300,
     ),
     "k8s_scale.py": ((pytest.mark.k8s_real,), ["ratio console/kubectl", "ratio sync/raw"], 300),
+    # real nodes (kubelet + containerd): root only; otherwise it prints that it skipped and exits 0
+    "k8s_nodes.py": (
+        (pytest.mark.k8s_nodes,),
+        ["ratio console/kubectl", "containerd VmHWM"] if os.geteuid() == 0 else ["skipped"],
+        600,
+    ),
     "watch_latency.py": (
         (pytest.mark.k8s_real,),
         ["the console's own latency", "ratio console / raw watch"],
@@ -76,6 +82,14 @@ def test_bench_script_runs_in_quick_mode(script):
         if os.environ.get("RLARK_REQUIRE_REAL_K8S") == "1":
             pytest.fail(f"RLARK_REQUIRE_REAL_K8S=1 but control plane binaries are missing: {missing_binaries()}")
         pytest.skip(f"control plane binaries missing: {missing_binaries()} (make k8s-build)")
+    if "k8s_nodes" in {mark.name for mark in SCRIPTS[script][0]} and os.geteuid() == 0:
+        from tools.k8s.nodes import missing_node_prerequisites
+
+        missing = missing_binaries() + missing_node_prerequisites()
+        if missing:
+            if os.environ.get("RLARK_REQUIRE_REAL_K8S") == "1":
+                pytest.fail(f"RLARK_REQUIRE_REAL_K8S=1 but real nodes need: {missing}")
+            pytest.skip(f"real nodes need: {missing} (make k8s-build; make install as root)")
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / name), *args, "--quick"],
         cwd=ROOT,
