@@ -37,6 +37,27 @@ def relay_port() -> int:
     return int(os.environ.get("RLARK_DOMAIN_RELAY_PORT", "2223"))
 
 
+def relay_listen_hosts() -> tuple[str, ...]:
+    """The addresses the relay listens on: ``127.0.0.1``, the console address of isolated local clusters, and each
+    IPv4 address of ``RLARK_DOMAIN_RELAY_LISTEN`` (comma-separated; where Kubernetes Pods reach the console, the
+    address ``RLARK_DOMAIN_RELAY_PUBLIC_HOST`` names or forwards to). Raises ``ValueError`` naming a value that is
+    not an IPv4 address, or more than 16 of them."""
+    extra = [h.strip() for h in os.environ.get("RLARK_DOMAIN_RELAY_LISTEN", "").split(",") if h.strip()]
+    if len(extra) > 16:
+        raise ValueError(f"RLARK_DOMAIN_RELAY_LISTEN: at most 16 addresses, got {len(extra)}")
+    for host in extra:
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise ValueError(f"RLARK_DOMAIN_RELAY_LISTEN: {host!r} is not an IPv4 address") from None
+    return tuple(dict.fromkeys(["127.0.0.1", CONSOLE_ADDRESS, *extra]))
+
+
+def member_allocated(domain: str, ip: str) -> bool:
+    """Whether ``ip`` is allocated in ``domain`` now (the relay's admission check of a member's certificate)."""
+    return IPAllocation.objects.filter(domain__name=domain, ip=ip).exists()
+
+
 def memberships() -> dict[str, dict[str, dict[str, Any]]]:
     """``{cluster: {pod: membership}}`` of every allocation (shape: ``clusters.runtime.local.domain_members``)."""
     out: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)

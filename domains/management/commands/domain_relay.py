@@ -1,7 +1,8 @@
 """``manage.py domain_relay``: the console's network-domain relay (issue 13, ``domains.relay``).
 
-Listens on 127.0.0.1 and on the console address of the isolated clusters (``100.127.255.1``) at
-``RLARK_DOMAIN_RELAY_PORT`` (default 2223). A member is accepted while its address is allocated (``IPAllocation``);
+Listens on 127.0.0.1, on the console address of the isolated clusters (``100.127.255.1``) and on the addresses
+of ``RLARK_DOMAIN_RELAY_LISTEN`` (where Kubernetes Pods reach the console) at ``RLARK_DOMAIN_RELAY_PORT``
+(default 2223). A member is accepted while its address is allocated (``IPAllocation``);
 ``--publish`` (default every 5 s) also pushes the members to the isolated clusters' supervisors
 (``domains.dataplane.publish``), so agents start without waiting for the next status sync.
 """
@@ -14,20 +15,14 @@ import signal
 
 from django.core.management.base import BaseCommand
 
-from clusters.runtime.local.netns import CONSOLE_ADDRESS
 from domains import certs, dataplane, relay
-from domains.models import IPAllocation
 from rlark_console.db_threads import in_thread
-
-
-def _allocated(domain: str, ip: str) -> bool:
-    return IPAllocation.objects.filter(domain__name=domain, ip=ip).exists()
 
 
 async def _member_ok(domain: str, ip: str) -> bool:
     """Whether ``ip`` is allocated in ``domain``. On a worker thread that gives its connection back afterwards
     (``in_thread``): a connection kept by the thread failed every later call once PostgreSQL had restarted."""
-    return await in_thread(_allocated, domain, ip)
+    return await in_thread(dataplane.member_allocated, domain, ip)
 
 
 class Command(BaseCommand):
@@ -43,8 +38,9 @@ class Command(BaseCommand):
 
     async def _serve(self, port: int, publish: float) -> None:
         r = relay.Relay(certs.ca_key(), _member_ok)
-        acceptors = await relay.serve(r, certs.relay_host_key(), port, ("127.0.0.1", CONSOLE_ADDRESS))
-        self.stdout.write(f"domain relay on 127.0.0.1 and {CONSOLE_ADDRESS}, port {acceptors[0].get_port()}")
+        hosts = dataplane.relay_listen_hosts()
+        acceptors = await relay.serve(r, certs.relay_host_key(), port, hosts)
+        self.stdout.write(f"domain relay on {', '.join(hosts)}, port {acceptors[0].get_port()}")
         self.stdout.flush()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
