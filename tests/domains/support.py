@@ -57,17 +57,18 @@ def cleanup_networks(*clusters: str) -> None:
 
 class RelayThread:
     """The console's domain relay (``domains.relay``) on its own event loop in a thread of the test process,
-    listening on 127.0.0.1 and the console address. ``allowed`` is the set of ``(domain, ip)`` the test says are
-    allocated (production asks the database)."""
+    listening on 127.0.0.1 and the console address, or on ``hosts``. ``allowed`` is the set of ``(domain, ip)``
+    the test says are allocated, unless ``member_ok`` is given (production's: ``dataplane.member_allocated``)."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, hosts: tuple[str, ...] | None = None, member_ok=None) -> None:
         import asyncio
         import threading
 
         from domains import certs, relay
 
         self.allowed: set[tuple[str, str]] = set()
-        self.relay = relay.Relay(certs.ca_key(), lambda d, ip: (d, ip) in self.allowed)
+        self.hosts = hosts or ("127.0.0.1", netns.CONSOLE_ADDRESS)
+        self.relay = relay.Relay(certs.ca_key(), member_ok or (lambda d, ip: (d, ip) in self.allowed))
         self.loop = asyncio.new_event_loop()
         self.port = port
         self._ready = threading.Event()
@@ -82,9 +83,7 @@ class RelayThread:
         asyncio.set_event_loop(self.loop)
 
         async def start():
-            self.acceptors = await relay.serve(
-                self.relay, certs.relay_host_key(), self.port, ("127.0.0.1", netns.CONSOLE_ADDRESS)
-            )
+            self.acceptors = await relay.serve(self.relay, certs.relay_host_key(), self.port, self.hosts)
             self.port = self.acceptors[0].get_port()
             self._ready.set()
 

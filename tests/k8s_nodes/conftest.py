@@ -73,9 +73,15 @@ def real_nodes():
     except nodes.NodeError as exc:
         _unavailable(str(exc))
     finally:
-        if rn is not None:
-            left = rn.stop()
-            assert not left, f"real nodes left on the host: {left}"
+        stop_all(cp, rn)
+
+
+def stop_all(cp: ControlPlane, rn) -> None:
+    """Stop real nodes ``rn`` (if started) and their control plane; fail when the nodes left anything on the host."""
+    try:
+        left = rn.stop() if rn is not None else []
+        assert not left, f"real nodes left on the host: {left}"
+    finally:
         cp.stop()
 
 
@@ -129,12 +135,14 @@ def real_cluster(real_nodes, real_namespace, settings, tmp_path, admin_user, db)
             "runtime": "kubernetes",
             "namespace": real_namespace.name,
             "kubeconfig": yaml.safe_dump(kubeconfig),
-            "network_agent_image": real_nodes.netagent,
         },
         format="json",
     )
     assert resp.status_code == 201, resp.content
-    return Cluster.objects.get(name="real-a")
+    cluster = Cluster.objects.get(name="real-a")
+    cluster.network_agent_image = real_nodes.netagent  # an administrator's setting (the back office), not the API's
+    cluster.save(update_fields=["network_agent_image"])
+    return cluster
 
 
 def namespace_containers(real: RealCluster, namespace: str) -> list[str]:

@@ -57,7 +57,10 @@ PAUSE_IMAGE = "localhost/rlark-pause:1"
 STATE_ROOT = Path("/var/lib/rlark-nodes")
 RUN_ROOT = Path("/run/rlark-nodes")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-# Cluster names only; any other name is answered by the second block with nothing (no forward plugin is built).
+# The name under which a Pod reaches the console on the host: every cluster's CoreDNS answers it with its own
+# bridge address (split horizon, as an edge cluster and a cloud cluster reach one console by different routes).
+CONSOLE_NAME = "console.rlark.test"
+# Cluster names and CONSOLE_NAME only; any other name gets NXDOMAIN from the second block (no forward plugin is built).
 COREFILE = """cluster.local:53 {{
   bind {gw}
   errors
@@ -71,6 +74,9 @@ COREFILE = """cluster.local:53 {{
 .:53 {{
   bind {gw}
   errors
+  hosts {{
+    {gw} {console}
+  }}
 }}
 """
 
@@ -304,7 +310,7 @@ class RealNodes:
         _kubeconfig(self.cp, kubeconfig, crt, key)
         ready = free_port()
         gw = self.network.gateway
-        (d / "Corefile").write_text(COREFILE.format(gw=gw, ready=ready, kubeconfig=kubeconfig))
+        (d / "Corefile").write_text(COREFILE.format(gw=gw, ready=ready, kubeconfig=kubeconfig, console=CONSOLE_NAME))
         self.dns_proc = self._spawn(
             "coredns", [str(self.bins / "coredns"), "-conf", str(d / "Corefile")], self.log_dir / f"coredns-{gw}.log"
         )
@@ -419,6 +425,7 @@ oom_score = 0
             "volumePluginDir": str(kroot / "volume-plugins"),
             "podLogsDir": str(node.state / "pod-logs"),  # not /var/log/pods: each kubelet removes logs it does not own
             "fileCheckFrequency": "5s",
+            "syncFrequency": "10s",  # a Secret's update reaches its volume within seconds (the domain members')
             "nodeStatusUpdateFrequency": "5s",
             "logging": {"verbosity": 1},
         }
