@@ -23,23 +23,23 @@ Settings per Job (``Job.run_check`` JSON; :func:`settings_of`): ``progress_patte
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from clusters.models import Node
-from jobs.services import log_scans
+from jobs.services import log_scans, output_probe, output_scan
 from jobs.services.diagnosis import stage_label
 from jobs.services.headline import worker_phase_of
 from jobs.services.log_markers import RLINF_CLUSTER, LogScan, scan_log
 from jobs.services.run_prefix import run_path
 from jobs.services.status import pod_ready
 from jobs.spec.layout import display_role_of, main_container, task_layout
-from jobs.spec.mounts import host_path_for
+from jobs.spec.mounts import host_path_for, persistent_mount_for
 from jobs.spec.rlinf import num_nodes_of
 from jobs.spec.selectors import matches, template_selector
 from rlark_console import pagetime
@@ -69,6 +69,8 @@ DEFAULT_SETTINGS: dict[str, Any] = {
 MAX_WAIT_LIMIT = 7 * 24 * 60
 MAX_PATTERN_LEN = 500
 HASH_LIMIT = 256 * 2**20  # bytes read to hash one output file
+# (template name, container path) -> output_scan.scan's result read inside a running Worker, or None
+OutputProbe = Callable[[str, str], "dict | None"]
 
 
 def _en(lang: str | None) -> bool:
@@ -768,44 +770,37 @@ def run_checks(data: RunCheckInput, lang: str = "zh-hans") -> list[CheckResult]:
 # --- output path (local runtime) ------------------------------------------------------------------------------
 
 
-def check_output(path: str, templates: list[dict], runtime_kind: str) -> OutputCheck:
-    """Check that ``path`` (container path, globs allowed) exists and is readable."""
+def check_output(path: str, templates: list[dict], runtime_kind: str, probe: OutputProbe | None = None) -> OutputCheck:
+    """Check that ``path`` (container path, globs allowed) exists and is readable: on the local runtime through the
+    hostPath mount that covers it; elsewhere inside a running Worker whose hostPath or PVC mount covers it
+    (``probe``: ``(template name, container path) -> scan result or None``, see :func:`output_probe.probe`)."""
     if not path:
         return OutputCheck("unset")
     if runtime_kind != "local":
-        return OutputCheck("unsupported", path, detail=runtime_kind)
+        covering = [str(t.get("name")) for t in templates if persistent_mount_for(t, path)]
+        if not covering:
+            return OutputCheck("unsupported", path, detail="no hostPath or PVC mount covers it")
+        result = next((r for name in covering if probe is not None and (r := probe(name, path)) is not None), None)
+        if result is None:
+            return OutputCheck("unsupported", path, detail="no running Worker mounts it")
+        return _output_result(path, path, result)
     host = next((h for t in templates if (h := host_path_for(t, path)) is not None), None)
     if host is None:
         return OutputCheck("unsupported", path, detail="no hostPath mount covers it")
-    matches = sorted(glob.glob(host)) if any(c in host for c in "*?[") else ([host] if os.path.exists(host) else [])
-    if not matches:
-        return OutputCheck("missing", path, detail="not found")
-    files: list[str] = []
-    for item in matches:
-        if os.path.isdir(item):
-            for root, _dirs, names in os.walk(item):
-                files.extend(os.path.join(root, n) for n in names)
-                if len(files) > 10000:
-                    break
-        elif os.path.isfile(item):
-            files.append(item)
-    if not files:
-        return OutputCheck("missing", path, detail="no files")
-    newest = max(files, key=lambda f: os.stat(f).st_mtime)
-    digest = hashlib.sha256()
-    try:
-        with open(newest, "rb") as fh:
-            remaining = HASH_LIMIT
-            while remaining > 0 and (chunk := fh.read(min(1 << 20, remaining))):
-                digest.update(chunk)
-                remaining -= len(chunk)
-    except OSError as exc:
-        return OutputCheck("unreadable", path, detail=exc.strerror or type(exc).__name__)
-    prefix = host.split("*")[0].rstrip("/") if "*" in host else host
-    rel = os.path.relpath(newest, os.path.dirname(prefix) if os.path.isfile(prefix) else prefix)
+    return _output_result(path, host, output_scan.scan(host, HASH_LIMIT))
+
+
+def _output_result(path: str, where: str, result: dict) -> OutputCheck:
+    """An :class:`OutputCheck` of ``output_scan.scan(where)`` for the container path ``path``."""
+    if result.get("state") != "ok":
+        return OutputCheck(str(result.get("state")), path, detail=str(result.get("detail") or ""))
+    newest = str(result["newest"])
+    prefix = where.split("*")[0].rstrip("/") if "*" in where else where
+    single = not any(c in where for c in "*?[") and newest == where
+    rel = os.path.relpath(newest, prefix if not single else os.path.dirname(prefix))
     base = path.split("*")[0].rstrip("/") if "*" in path else path
-    sample = base if rel == "." or os.path.isfile(host) else f"{base.rstrip('/')}/{rel}"
-    return OutputCheck("ok", path, len(files), sample, os.path.getsize(newest), digest.hexdigest())
+    sample = base if single or rel == "." else f"{base.rstrip('/')}/{rel}"
+    return OutputCheck("ok", path, int(result["files"]), sample, int(result["size"]), str(result["sha256"]))
 
 
 # --- database + runtime -----------------------------------------------------------------------------------------
@@ -882,7 +877,8 @@ def _run_output(job, path: str, templates: list[dict], runtime_kind: str) -> Out
     current = run_path(job, path)
     if current is None:
         return OutputCheck("missing", path, detail="the run has no Header Pod yet")
-    return check_output(current, templates, runtime_kind)
+    probe = output_probe.probe_for(job, HASH_LIMIT) if runtime_kind != "local" else None
+    return check_output(current, templates, runtime_kind, probe)
 
 
 def job_run_check(job, lang: str = "zh-hans", now: datetime | None = None) -> list[CheckResult]:

@@ -34,3 +34,24 @@ def host_path_for(template: dict, container_path: str) -> str | None:
             if best is None or len(mpath) > best[0]:
                 best = (len(mpath), candidate)
     return best[1] if best else None
+
+
+def persistent_mount_for(template: dict, container_path: str) -> bool:
+    """Whether a hostPath or PersistentVolumeClaim mount of the template's ``main`` container covers
+    ``container_path`` (what outlives a Pod; an emptyDir does not)."""
+    try:
+        volumes = template["kubernetes"]["workload"]["template"]["spec"].get("volumes") or []
+    except (KeyError, TypeError, AttributeError):
+        volumes = []
+    lasting = {
+        v.get("name") for v in volumes if isinstance(v, dict) and (v.get("hostPath") or v.get("persistentVolumeClaim"))
+    }
+    for mount in main_container(template).get("volumeMounts") or []:
+        mpath = str(mount.get("mountPath") or "").rstrip("/")
+        if (
+            mount.get("name") in lasting
+            and mpath
+            and (container_path == mpath or container_path.startswith(mpath + "/"))
+        ):
+            return True
+    return False
