@@ -14,7 +14,10 @@ images from ``tools/k8s/images.py``), then runs the demo's shape (Header x1, rol
 
 Each run's objects are deleted and the bench waits until the nodes' containerd holds no container of them. A
 first, unmeasured kubectl round unpacks the image on both nodes (about 20 s on the first Pods otherwise).
-Prints ``ratio console/kubectl`` for both points, and the kubelet's and containerd's peak RSS (VmHWM).
+Prints ``ratio console/kubectl`` for both points; then, on a running Header that printed 1000 lines, the Logs tab's
+time to the first line (its websocket, in-process, warm and with the handshake) against ``kubectl logs --tail=1000``,
+and the WebTerminal's keystroke echo p50/p95 against ``kubectl exec -it`` on a pseudo-terminal; and the kubelet's
+and containerd's peak RSS (VmHWM).
 Needs root and what ``tests/k8s_nodes`` needs; without it, it prints ``skipped: <why>`` and exits 0.
 
     .venv/bin/python bench/k8s_nodes.py [--rounds 3] [--quick]
@@ -23,8 +26,14 @@ Needs root and what ``tests/k8s_nodes`` needs; without it, it prints ``skipped: 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import os
+import pty
+import select
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -165,6 +174,171 @@ def console_round(api, cp: ControlPlane, rn, image: str, i: int) -> tuple[float,
     return running, formed
 
 
+LIVE = "bench-live"
+LIVE_POD = f"{LIVE}-header-0"
+KEYS = 60
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+def live_job(api, cp: ControlPlane, image: str) -> None:
+    """A Header on real-0 that printed 1000 lines and keeps running (the Logs tab's and the terminal's Worker)."""
+    doc = job_document(LIVE, image)
+    doc["spec"]["tasks"] = doc["spec"]["tasks"][:1]
+    doc["spec"]["tasks"][0]["runScript"] = 'for i in $(seq 1 1000); do echo "line $i"; done; exec sleep infinity'
+    assert api.post("/api/v1/jobs/", doc, format="json").status_code == 201
+    wait_for(lambda: pods_running(cp, NAMESPACE, 1), TIMEOUT, "live Pod Running", interval=0.5)
+    wait_for(
+        lambda: "line 1000" in cp.kubectl("-n", NAMESPACE, "logs", LIVE_POD, "-c", "main", timeout=20),
+        TIMEOUT,
+        "the live Pod's 1000 lines",
+    )
+
+
+def kubectl(cp: ControlPlane) -> list[str]:
+    """The control plane's kubectl as the admin, in the bench's namespace."""
+    return [str(cp.bins / "kubectl"), f"--kubeconfig={cp.admin_kubeconfig}", "-n", NAMESPACE]
+
+
+def kubectl_logs_first_line(cp: ControlPlane) -> float:
+    """Seconds from starting ``kubectl logs --tail=1000`` to its first line."""
+    argv = [*kubectl(cp), "logs", LIVE_POD, "-c", "main", "--tail=1000"]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert proc.stdout.readline(), "kubectl logs gave nothing"
+        return time.perf_counter() - t0
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+async def console_logs_first_line(cookie: str, cold: bool, comm=None) -> tuple[float, object]:
+    """Seconds from the Logs tab's subscribe (``cold``: from opening its websocket) to the first ``lines`` frame."""
+    from terminal.testing import ws_communicator
+
+    t0 = time.perf_counter()
+    if comm is None:
+        comm = ws_communicator(f"/ws/terminal/jobs/{LIVE}/logs/", cookie)
+        assert (await comm.connect(timeout=30))[0]
+        json.loads(await comm.receive_from(timeout=30))  # the targets
+    if not cold:
+        t0 = time.perf_counter()
+    await comm.send_to(text_data=json.dumps({"type": "subscribe", "pods": [LIVE_POD]}))
+    while True:
+        msg = json.loads(await comm.receive_from(timeout=60))
+        if msg["type"] == "lines" and msg["lines"]:
+            return time.perf_counter() - t0, comm
+
+
+async def console_echo(cookie: str) -> list[float]:
+    """Keystroke echo round trips over the WebTerminal's websocket into the real container (``KEYS`` keys)."""
+    from terminal.testing import ws_communicator
+
+    comm = ws_communicator(f"/ws/terminal/jobs/{LIVE}/pods/{LIVE_POD}/", cookie)
+    assert (await comm.connect(timeout=30))[0]
+    buf = bytearray()
+
+    async def until(needle: bytes) -> None:
+        while needle not in buf:
+            msg = await asyncio.wait_for(comm.output_queue.get(), 30)
+            if msg.get("bytes"):
+                buf.extend(msg["bytes"])
+        buf.clear()
+
+    await comm.send_to(bytes_data=b"echo ready-$((6*7))\r")
+    await until(b"ready-42")
+    times = []
+    for i in range(KEYS):
+        ch = "abcdefghij"[i % 10].encode()
+        t0 = time.perf_counter()
+        await comm.send_to(bytes_data=ch)
+        await until(ch)
+        times.append(time.perf_counter() - t0)
+    await comm.send_to(bytes_data=b"\x15exit\r")
+    await comm.disconnect()
+    return times
+
+
+def kubectl_exec_echo(cp: ControlPlane) -> list[float]:
+    """The same round trips through ``kubectl exec -it`` on a pseudo-terminal of this process."""
+    argv = [*kubectl(cp), "exec", "-it", LIVE_POD, "-c", "main"]
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: kubectl on the pseudo-terminal
+        os.execv(argv[0], [*argv, "--", "bash", "--noprofile", "--norc", "-i"])
+    buf = bytearray()
+
+    def until(needle: bytes, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while needle not in buf:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise TimeoutError(f"no {needle!r} from kubectl exec")
+            buf.extend(os.read(fd, 65536))
+        buf.clear()
+
+    try:
+        os.write(fd, b"echo ready-$((6*7))\r")
+        until(b"ready-42")
+        times = []
+        for i in range(KEYS):
+            ch = "abcdefghij"[i % 10].encode()
+            t0 = time.perf_counter()
+            os.write(fd, ch)
+            until(ch)
+            times.append(time.perf_counter() - t0)
+        os.write(fd, b"\x15exit\r")
+        return times
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+
+
+def logs_and_terminal(api, admin, cp: ControlPlane, image: str, rounds: int) -> None:
+    """Print the Logs tab's time to first line and the terminal's echo p95 against kubectl, on a real container."""
+    from asgiref.sync import async_to_sync
+    from django.conf import settings
+
+    from terminal.services.runtimes import use_runtime_factory
+    from terminal.testing import session_cookie
+
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    use_runtime_factory(None)
+    live_job(api, cp, image)
+    cookie = session_cookie(admin)
+    kubectl_first = [kubectl_logs_first_line(cp) for _ in range(rounds * 3)]
+
+    async def console_first() -> tuple[list[float], list[float]]:
+        warm, cold = [], []
+        for _ in range(rounds * 3):
+            t, comm = await console_logs_first_line(cookie, cold=True)
+            cold.append(t)
+            t, _ = await console_logs_first_line(cookie, cold=False, comm=comm)
+            warm.append(t)
+            await comm.disconnect()
+        return warm, cold
+
+    warm, cold = async_to_sync(console_first)()
+    k = statistics.median(kubectl_first)
+    print(
+        f"Logs tab, time to the first of 1000 lines: kubectl logs {k * 1000:.0f} ms, console warm "
+        f"{statistics.median(warm) * 1000:.0f} ms ({statistics.median(warm) / k:.2f}x), cold (with the websocket's "
+        f"handshake) {statistics.median(cold) * 1000:.0f} ms ({statistics.median(cold) / k:.2f}x)"
+    )
+    ws = async_to_sync(console_echo)(cookie)
+    kx = kubectl_exec_echo(cp)
+    print(
+        f"Terminal echo ({KEYS} keys): kubectl exec p50 {pct(kx, 50) * 1000:.1f} ms p95 {pct(kx, 95) * 1000:.1f} ms; "
+        f"console p50 {pct(ws, 50) * 1000:.1f} ms p95 {pct(ws, 95) * 1000:.1f} ms "
+        f"({pct(ws, 95) / pct(kx, 95):.2f}x at p95)"
+    )
+    assert api.delete(f"/api/v1/jobs/{LIVE}/").status_code in (200, 202, 204)
+
+
 def vm_hwm_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -226,6 +400,7 @@ def main() -> None:
             r = statistics.median(x[k] for x in raw)
             c = statistics.median(x[k] for x in console)
             print(f"{what}: kubectl {r:.1f} s, console {c:.1f} s, ratio console/kubectl {c / r:.2f}")
+        logs_and_terminal(api, admin, cp, image, args.rounds)
         for node in rn.nodes:
             print(
                 f"{node.name}: kubelet VmHWM {vm_hwm_mib(node.pids['kubelet']):.0f} MiB, "
