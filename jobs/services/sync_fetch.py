@@ -143,26 +143,20 @@ def fetch_all(plans: list[ClusterPlan], rows_loader=None) -> dict[int, ClusterRe
     ``rows_loader`` (called here, in the caller's thread, while the clusters list their Pods) returns
     ``(task id, Pod name) -> RowSnap`` for every plan; the threads wait for it before they plan log reads, so the
     database read overlaps the network calls. Returns cluster id -> result; a cluster that did not answer in time
-    (or is still busy with an earlier cycle's calls) gets ``ok=False, reason="timeout"`` and a message naming the
-    deadline."""
+    (or is still busy with an earlier cycle's calls older than the deadline: hung) gets ``ok=False,
+    reason="timeout"`` and a message naming the deadline. A cluster another cycle is reading right now (younger
+    calls) is read once those have ended, within this cycle's deadline."""
     limit = deadline()
     started = time.monotonic()
     futures: dict[int, Future] = {}
     out: dict[int, ClusterResult] = {}
+    queued: list[tuple[ClusterPlan, Future, float]] = []  # plans whose cluster another cycle is reading right now
     for plan in plans:
         busy = _inflight.get((plan.cluster_id, plan.name))
         if busy is not None and not busy[0].done():
-            out[plan.cluster_id] = ClusterResult(
-                plan.cluster_id,
-                ok=False,
-                reason="timeout",
-                error=_("the cluster has not answered for %(seconds)s s (sync deadline %(deadline)s s)")
-                % {"seconds": f"{time.monotonic() - busy[1]:.0f}", "deadline": f"{limit:g}"},
-            )
+            queued.append((plan, *busy))
             continue
-        future = _pool().submit(_fetch, plan)
-        _inflight[(plan.cluster_id, plan.name)] = (future, started)
-        futures[plan.cluster_id] = future
+        _submit(plan, futures, started)
     try:
         if rows_loader is not None:
             snaps = rows_loader()
@@ -172,6 +166,23 @@ def fetch_all(plans: list[ClusterPlan], rows_loader=None) -> dict[int, ClusterRe
     finally:
         for plan in plans:
             plan.rows_ready.set()
+    # A concurrent cycle (a POST's targeted sync beside the periodic one) waits for the other cycle's calls to the
+    # same cluster, then makes its own: one reader per cluster at a time, and no cluster is called offline for
+    # being read twice at once. Only calls older than the deadline (a hung cluster) fail this cycle at once.
+    young = [future for _plan, future, since in queued if started - since < limit]
+    if young:
+        wait(young, timeout=max(0.0, limit - (time.monotonic() - started)))
+    for plan, future, since in queued:
+        if future.done():
+            _submit(plan, futures, time.monotonic())
+            continue
+        out[plan.cluster_id] = ClusterResult(
+            plan.cluster_id,
+            ok=False,
+            reason="timeout",
+            error=_("the cluster has not answered for %(seconds)s s (sync deadline %(deadline)s s)")
+            % {"seconds": f"{time.monotonic() - since:.0f}", "deadline": f"{limit:g}"},
+        )
     wait(list(futures.values()), timeout=max(0.0, limit - (time.monotonic() - started)))
     names = {p.cluster_id: p.name for p in plans}
     for cluster_id, future in futures.items():
@@ -191,6 +202,12 @@ def fetch_all(plans: list[ClusterPlan], rows_loader=None) -> dict[int, ClusterRe
                 % {"deadline": f"{limit:g}"},
             )
     return out
+
+
+def _submit(plan: ClusterPlan, futures: dict[int, Future], since: float) -> None:
+    future = _pool().submit(_fetch, plan)
+    _inflight[(plan.cluster_id, plan.name)] = (future, since)
+    futures[plan.cluster_id] = future
 
 
 def _fetch(plan: ClusterPlan) -> ClusterResult:
