@@ -16,7 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PROJECT_PACKAGES = ("accounts", "clusters", "domains", "jobs", "rlark_console", "sshkeys", "storage", "terminal")
+PROJECT_PACKAGES = (
+    "accounts",
+    "clusters",
+    "domains",
+    "jobs",
+    "rlark_cli",
+    "rlark_console",
+    "sshgate",
+    "sshkeys",
+    "storage",
+    "terminal",
+)
 DEFAULT_DIRS = ("jobs", "clusters", "terminal")
 REASON_MARK = "# local import:"
 

@@ -20,7 +20,18 @@ from pathlib import Path
 import grimp
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("accounts", "clusters", "domains", "jobs", "rlark_console", "sshkeys", "storage", "terminal")
+PACKAGES = (
+    "accounts",
+    "clusters",
+    "domains",
+    "jobs",
+    "rlark_cli",
+    "rlark_console",
+    "sshgate",
+    "sshkeys",
+    "storage",
+    "terminal",
+)
 
 
 def build() -> grimp.ImportGraph:
