@@ -20,8 +20,8 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
-from accounts import policy
 from accounts.audit import record
+from jobs import policy
 from jobs.services import diagnosis as diagnosis_service
 from jobs.services import metrics as metrics_service
 from jobs.services import runcheck as runcheck_service

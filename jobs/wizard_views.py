@@ -26,10 +26,10 @@ from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from accounts import policy
 from clusters.models import Cluster, Node
 from domains.models import Domain
 from domains.services import default_domain
+from jobs import policy
 from jobs.models import Job
 from jobs.services import submission
 from jobs.services import wizard as wz

@@ -2,7 +2,7 @@
 
 Both authenticate the session (``AuthMiddlewareStack``; scheme, host and port of the Origin are checked by
 ``rlark_console.origin.OriginValidator`` in ``rlark_console.asgi``), authorise the job through
-``accounts.policy`` (via :mod:`terminal.services.access`) on connect, i.e. on every reconnect,
+``jobs.policy`` (via :mod:`terminal.services.access`) on connect, i.e. on every reconnect,
 and re-check periodically. Refusals are accepted-then-closed with an application close code
 and a human reason the page shows. Because daphne drops the close frame's reason text, every close
 is preceded by a text frame ``{"type":"closing","code":<code>,"reason":<text>}`` carrying the same

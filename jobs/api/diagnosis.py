@@ -30,8 +30,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts import policy
 from accounts.audit import record
+from jobs import policy
 from jobs.services import diagnosis as diagnosis_service
 from jobs.services import metrics as metrics_service
 from jobs.services import runcheck as runcheck_service

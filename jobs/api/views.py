@@ -1,5 +1,5 @@
 """Job REST API (issue 3). Every write goes through ``jobs.services.submission`` (the one validator) and
-``jobs.services.controller``; permissions through ``accounts.policy`` (others' jobs are 404).
+``jobs.services.controller``; permissions through ``jobs.policy`` (others' jobs are 404).
 
 Bodies: a Job as JSON or YAML (``Content-Type: application/yaml``), or JSON ``{"document": {...} | "yaml": "...",
 "rlinf_config": "<RLinf YAML>"}``, or multipart with a ``file`` (and optional ``rlinf_config`` file).
@@ -21,8 +21,8 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts import policy
 from clusters.runtime.base import RuntimeFailure
+from jobs import policy
 from jobs.api.parsers import RAW_PARSERS, RawBody
 from jobs.models import Job
 from jobs.services import controller, submission
