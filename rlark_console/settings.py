@@ -78,6 +78,7 @@ INSTALLED_APPS = [
     "jobs",
     "terminal",
     "sshgate",
+    "launcher",
 ]
 
 MIDDLEWARE = [

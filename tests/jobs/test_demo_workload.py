@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import yaml
 
-from accounts.management.commands.seed_demo import DEMO_NODES
 from clusters.runtime.local import launcher
+from launcher.management.commands.seed_demo import DEMO_NODES
 from tests.clusters.test_local_runtime_support import (
     LoopbackWatch,
     SupervisorProcess,

@@ -21,6 +21,7 @@ PROJECT_PACKAGES = (
     "clusters",
     "domains",
     "jobs",
+    "launcher",
     "rlark_cli",
     "rlark_console",
     "sshgate",

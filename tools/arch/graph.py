@@ -25,6 +25,7 @@ PACKAGES = (
     "clusters",
     "domains",
     "jobs",
+    "launcher",
     "rlark_cli",
     "rlark_console",
     "sshgate",
