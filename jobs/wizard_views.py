@@ -27,6 +27,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from clusters.models import Cluster, Node
+from clusters.selectors import SelectorError, matches, parse_selector
 from domains.models import Domain
 from domains.services import default_domain
 from jobs import policy
@@ -36,7 +37,6 @@ from jobs.services import wizard as wz
 from jobs.services.submission import check_document, clone_document
 from jobs.spec import host_paths, rlinf
 from jobs.spec.document import parse_text, pod_spec, render_yaml
-from jobs.spec.selectors import SelectorError, matches, parse_selector
 from sshkeys.services import keys_for
 from storage.services import classes_for_cluster
 

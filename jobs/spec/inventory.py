@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusters.models import Cluster, ImageRegistry, Node
+from clusters.quantity import parse_quantity
 from domains.models import Domain
 from jobs.models import Pod
 from jobs.spec.host_paths import HostPathPolicy, host_path_policy
 from jobs.spec.layout import main_container
-from jobs.spec.quantity import parse_quantity
 from sshkeys.models import SSHPublicKey
 from storage.models import StorageClass
 

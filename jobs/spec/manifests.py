@@ -52,10 +52,10 @@ from typing import Any
 
 from clusters.models import ImageRegistry
 from clusters.runtime.base import TaskManifest
+from clusters.selectors import parse_selector, values_of
 from jobs.spec import network_sidecar, ray_auth
 from jobs.spec.layout import main_container, task_layout
 from jobs.spec.naming import head_service_name
-from jobs.spec.selectors import parse_selector, values_of
 from storage.services import StorageError, match_registry, normalize_image, normalize_registry
 
 SCRIPTS_DIR = Path(__file__).resolve().parent.parent.parent / "clusters" / "scripts"
