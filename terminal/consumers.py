@@ -32,9 +32,9 @@ from django.utils.translation import gettext as _
 from accounts.clientaddr import scope_address
 from clusters.runtime.base import PodNotFound, RuntimeFailure
 from rlark_console.db_threads import in_thread
+from rlark_console.language import scope_language
 from terminal.services import access, logs, sessions, shell_registry, shell_relay, transfer, user_sessions
 from terminal.services.runtimes import runtime_for
-from terminal.services.scope_language import scope_language
 
 logger = logging.getLogger(__name__)
 
