@@ -29,8 +29,8 @@ from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from accounts.clientaddr import scope_address
 from clusters.runtime.base import PodNotFound, RuntimeFailure
+from rlark_console.clientaddr import scope_address
 from rlark_console.db_threads import in_thread
 from rlark_console.language import scope_language
 from terminal.services import access, logs, sessions, shell_registry, shell_relay, transfer, user_sessions

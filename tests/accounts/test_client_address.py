@@ -8,8 +8,8 @@ from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 
 from accounts import ratelimit
-from accounts.clientaddr import client_address, scope_address
 from accounts.models import AuditEvent
+from rlark_console.clientaddr import client_address, scope_address
 
 pytestmark = pytest.mark.django_db
 
