@@ -24,7 +24,7 @@ from clusters.runtime.base import PodNotFound, RuntimeFailure
 from jobs import policy
 from jobs.models import Pod
 from jobs.services.status import DEFAULT_TAIL, MAX_TAIL, read_worker_log, worker_rows
-from terminal.services import ansi
+from rlark_console import ansi
 
 
 def _text(body: str, status: int = 200) -> HttpResponse:
