@@ -26,6 +26,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
+from clusters import host_paths
 from clusters.models import Cluster, Node
 from clusters.selectors import SelectorError, matches, parse_selector
 from domains.models import Domain
@@ -35,7 +36,7 @@ from jobs.models import Job
 from jobs.services import submission
 from jobs.services import wizard as wz
 from jobs.services.submission import check_document, clone_document
-from jobs.spec import host_paths, rlinf
+from jobs.spec import rlinf
 from jobs.spec.document import parse_text, pod_spec, render_yaml
 from rlark_console import language
 from sshkeys.services import keys_for
@@ -292,7 +293,7 @@ def _int(value: str, default: int = -1) -> int:
 
 def _load_demo(inv: UIInventory, user) -> tuple[wz.WizardState | None, str]:
     """The demo job for ``user``: a free name, and its output in the user's own directory of the demo cluster's
-    host-path root (``jobs.spec.host_paths.demo_output_path``), never a directory another user writes."""
+    host-path root (``clusters.host_paths.demo_output_path``), never a directory another user writes."""
     if not DEMO_JOB_YAML.exists():
         return None, _("The demo job (examples/demo/job.yaml) is not available.")
     document, problems = parse_text(DEMO_JOB_YAML.read_text(), "application/yaml")

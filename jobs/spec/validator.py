@@ -16,10 +16,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusters import host_paths
 from clusters.quantity import format_number, parse_quantity
 from clusters.selectors import SelectorError, matcher, parse_selector
 from clusters.system_nodes import is_system_node
-from jobs.spec import host_paths
 from jobs.spec.document import API_VERSION, DISPLAY_NAME, KIND, SHM_PATH, display_name, is_extended, pod_spec
 from jobs.spec.inventory import Inventory, NodeInfo
 from jobs.spec.layout import ROLE_ENV, display_role_of, main_container
