@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from accounts.clientaddr import request_address
 from accounts.models import AuditEvent
+from rlark_console.clientaddr import request_address
 
 logger = logging.getLogger("rlark.audit")
 
@@ -15,7 +15,7 @@ def record(actor, action: str, object_type: str = "", object_id: str = "", reque
     """Store an AuditEvent. ``detail`` must be plain JSON data and never hold secrets.
 
     ``actor`` is a User or None; ``request`` (optional) supplies the client address
-    (``accounts.clientaddr.request_address``: forwarded headers only from trusted proxies).
+    (``rlark_console.clientaddr.request_address``: forwarded headers only from trusted proxies).
     """
     remote = request_address(request) if request is not None else ""
     name = getattr(actor, "username", "") or ""

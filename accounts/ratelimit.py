@@ -4,7 +4,7 @@ Within ``WINDOW_SECONDS`` a login is refused (429) once any of these counters of
 - ``MAX_FAILURES`` for one (address, username) pair: the everyday lockout of a mistyped password;
 - ``MAX_ACCOUNT_FAILURES`` for one username from any addresses: guessing one account from many addresses;
 - ``MAX_ADDRESS_FAILURES`` for one address over any usernames: spraying many accounts from one address.
-Addresses come from ``accounts.clientaddr.request_address`` (forwarded headers only from trusted proxies).
+Addresses come from ``rlark_console.clientaddr.request_address`` (forwarded headers only from trusted proxies).
 The per-account counter lets an attacker delay that account's logins by at most one window; that is the price
 of not letting distributed guessing through.
 

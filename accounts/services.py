@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django.db.models import Count
 
-from accounts.policy import visible_jobs
 from clusters.models import Cluster
 from clusters.services.nodes import gpu_key, total_free
 from jobs.models import Phase
+from jobs.policy import visible_jobs
 
 
 def overview_context(user) -> dict:

@@ -8,8 +8,8 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 
 from accounts import audit, ratelimit
-from accounts.clientaddr import request_address
 from accounts.services import overview_context
+from rlark_console.clientaddr import request_address
 
 
 class RateLimitedLoginView(auth_views.LoginView):

@@ -218,7 +218,7 @@ def kubectl_logs_first_line(cp: ControlPlane) -> float:
 
 async def console_logs_first_line(cookie: str, cold: bool, comm=None) -> tuple[float, object]:
     """Seconds from the Logs tab's subscribe (``cold``: from opening its websocket) to the first ``lines`` frame."""
-    from terminal.testing import ws_communicator
+    from tests.terminal_support import ws_communicator
 
     t0 = time.perf_counter()
     if comm is None:
@@ -236,7 +236,7 @@ async def console_logs_first_line(cookie: str, cold: bool, comm=None) -> tuple[f
 
 async def console_echo(cookie: str) -> list[float]:
     """Keystroke echo round trips over the WebTerminal's websocket into the real container (``KEYS`` keys)."""
-    from terminal.testing import ws_communicator
+    from tests.terminal_support import ws_communicator
 
     comm = ws_communicator(f"/ws/terminal/jobs/{LIVE}/pods/{LIVE_POD}/", cookie)
     assert (await comm.connect(timeout=30))[0]
@@ -304,7 +304,7 @@ def logs_and_terminal(api, admin, cp: ControlPlane, image: str, rounds: int) -> 
     from django.conf import settings
 
     from terminal.services.runtimes import use_runtime_factory
-    from terminal.testing import session_cookie
+    from tests.terminal_support import session_cookie
 
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     use_runtime_factory(None)

@@ -47,11 +47,11 @@ def main() -> int:
     from django.conf import settings
     from django.contrib.auth import get_user_model
 
+    from clusters.host_paths import demo_output_path
     from clusters.models import Cluster
     from clusters.runtime.registry import get_runtime
     from jobs.services import controller
     from jobs.services.submission import create_job
-    from jobs.spec.host_paths import demo_output_path
 
     result = 1
     try:

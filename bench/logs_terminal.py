@@ -40,11 +40,12 @@ import websocket  # noqa: E402  (websocket-client)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rlark_console.settings")
 import django  # noqa: E402
 
-django.setup()  # terminal.testing's runtimes load the models (the demo console itself is a subprocess)
+django.setup()  # terminal.demo_runtime loads the models (the demo console itself is a subprocess)
 
 from bench.quick import quick_requested  # noqa: E402
 from terminal.demo import NS, PASSWORD  # noqa: E402
-from terminal.testing import DemoConsole, DirPod, DirRuntime, PtyExec  # noqa: E402
+from terminal.demo_runtime import DirPod, DirRuntime, PtyExec  # noqa: E402
+from tests.terminal_support import DemoConsole  # noqa: E402
 
 POD = "demo-actor-1"
 QUICK = quick_requested()  # --quick / RLARK_BENCH_QUICK=1: fewer rounds and keys, same paths

@@ -144,7 +144,7 @@ def start_console(tmp: Path, public_key: str, timeout: float) -> tuple[str, Call
         spec = header["kubernetes"]["workload"]["template"]["spec"]
         from django.conf import settings
 
-        from jobs.spec.host_paths import demo_output_path
+        from clusters.host_paths import demo_output_path
 
         # the demo cluster allows each user's own directory only (what the wizard's demo uses)
         output = demo_output_path(str(settings.RLARK_LOCAL_ROOT), "admin", doc["metadata"]["name"])

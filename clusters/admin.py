@@ -13,11 +13,13 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from accounts.audit import record
-from clusters import node_admin  # noqa: F401  (registers Node)
+from clusters import (
+    host_paths,
+    node_admin,  # noqa: F401  (registers Node)
+)
 from clusters.models import Cluster, ImageRegistry
 from clusters.services import cluster_contents, cluster_profile, node_sync, registration
 from clusters.services.registration import RegistrationError, normalise_kubeconfig, test_connection
-from jobs.spec import host_paths
 
 
 class ClusterForm(forms.ModelForm):
@@ -53,7 +55,7 @@ class ClusterForm(forms.ModelForm):
         ]
 
     def clean_host_path_roots(self) -> str:
-        """One absolute path per line, none of them a system directory (``jobs.spec.host_paths``)."""
+        """One absolute path per line, none of them a system directory (``clusters.host_paths``)."""
         text = self.cleaned_data.get("host_path_roots") or ""
         try:
             host_paths.parse_roots(text)

@@ -14,10 +14,10 @@ from django.views.decorators.http import require_GET, require_POST
 from clusters.models import Cluster, Node
 from clusters.runtime.base import RuntimeFailure
 from clusters.runtime.local import tenancy
+from clusters.selectors import SelectorError
 from clusters.services.nodes import cluster_summary, filter_nodes, match_nodes, node_summary
 from clusters.services.registration import set_cordon
 from clusters.system_nodes import show_system_nodes
-from jobs.spec.selectors import SelectorError
 from rlark_console.redirects import safe_next
 
 CATEGORIES = ("cloud", "edge", "robot", "unknown")

@@ -29,7 +29,7 @@ from typing import Any
 import asyncssh
 
 from domains.certs import parse_principal
-from sshgate.server import _KeysOnly
+from rlark_console.sshserver import KeysOnlyServer
 
 log = logging.getLogger("rlark.domain_relay")
 MAX_QUEUED = 4 << 20  # bytes waiting on one receiver's channel before its packets are dropped
@@ -103,7 +103,7 @@ class _MemberTunnel(asyncssh.SSHTunTapSession):
             log.info("member %s of domain %s disconnected", self.ip, self.domain)
 
 
-class _RelayServer(_KeysOnly):
+class _RelayServer(KeysOnlyServer):
     """Public-key authentication as the bastion's (``sshgate.server``), but certificates of the domain CA only."""
 
     def __init__(self, relay: Relay) -> None:

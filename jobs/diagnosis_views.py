@@ -16,22 +16,19 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path
-from django.utils import timezone, translation
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
-from accounts import policy
 from accounts.audit import record
+from jobs import policy
 from jobs.services import diagnosis as diagnosis_service
 from jobs.services import metrics as metrics_service
 from jobs.services import runcheck as runcheck_service
 from jobs.services.headline import worker_phase, worker_phase_label
 from jobs.services.metric_charts import metric_chart_context
 from jobs.services.status import format_duration
-
-
-def _lang() -> str:
-    return translation.get_language() or "zh-hans"
+from rlark_console import language
 
 
 def _base(request: HttpRequest, job, tab: str) -> dict:
@@ -51,7 +48,7 @@ def _scan_age(as_of, refreshing: bool) -> dict | None:
 def diagnosis(request: HttpRequest, name: str) -> HttpResponse:
     """Diagnosis tab."""
     job = policy.get_job_for(request.user, name)
-    lang = _lang()
+    lang = language.lang()
     patterns = runcheck_service.job_log_patterns(job)
     result, reasons, scans = diagnosis_service.diagnosis_and_pending(job, patterns)
     context = _base(request, job, "diagnosis")
@@ -96,7 +93,7 @@ def run_check(request: HttpRequest, name: str) -> HttpResponse:
 
             record(request.user, "job.run_check_settings", "job", job.name, request=request, **cleaned)
             return redirect("jobs:runcheck", name=job.name)
-    lang = _lang()
+    lang = language.lang()
     results, age = runcheck_service.job_run_check_as_of(job, lang)
     context = _base(request, job, "runcheck")
     context.update(
@@ -115,7 +112,7 @@ def run_check(request: HttpRequest, name: str) -> HttpResponse:
 def run_check_record(request: HttpRequest, name: str) -> HttpResponse:
     """Download the run record (seed 02 Markdown template) as ``<job>-run-check-<UTC time>.md``."""
     job = policy.get_job_for(request.user, name)
-    lang = _lang()
+    lang = language.lang()
     results = runcheck_service.job_run_check(job, lang)
     text = runcheck_service.markdown_record(job, results, recorder=request.user.get_username(), lang=lang)
     response = HttpResponse(text, content_type="text/markdown; charset=utf-8")

@@ -1,6 +1,6 @@
 """``/jobs/<name>/tensorboard/...``: the job's own TensorBoard (issue 14.12b), proxied behind the job's permission.
 
-Every request checks ``accounts.policy.get_job_for`` (404 for a job the user may not see, as every job page), then
+Every request checks ``jobs.policy.get_job_for`` (404 for a job the user may not see, as every job page), then
 starts the job's TensorBoard if it is not running (``jobs.services.tensorboard_server``) and forwards the request
 to it on 127.0.0.1. TensorBoard runs with ``--path_prefix=/jobs/<name>/tensorboard``, so its HTML, scripts and
 data URLs already point under this prefix and nothing needs rewriting.
@@ -16,7 +16,7 @@ from django.urls import path
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
-from accounts import policy
+from jobs import policy
 from jobs.services import tensorboard_server
 
 MAX_BODY = 1024 * 1024  # a request body TensorBoard's page sends (plugin queries) is far smaller

@@ -1,6 +1,6 @@
 """Job pages: list, detail (Overview / Workers / YAML / Logs) and the lifecycle actions.
 
-Thin views: permissions only through ``accounts.policy``; state changes only through
+Thin views: permissions only through ``jobs.policy``; state changes only through
 ``jobs.services.controller``; status rows from ``jobs.services.status``. Strings and layout
 follow upstream-rlark 8.1-8.4 (zh / en), with RLark Console's real runtime, restart counts
 and YAML tab. Lists and status panels refresh every 10 s with htmx (paused while the browser
@@ -24,9 +24,9 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts import policy
 from clusters.models import Node
 from clusters.runtime.base import RuntimeFailure
+from jobs import policy
 from jobs.models import Job, Phase, Pod
 from jobs.services import controller, log_archive
 from jobs.services.headline import job_headline, worker_phase, worker_phase_label

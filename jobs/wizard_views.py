@@ -22,21 +22,23 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path
-from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
-from accounts import policy
+from clusters import host_paths
 from clusters.models import Cluster, Node
+from clusters.selectors import SelectorError, matches, parse_selector
 from domains.models import Domain
 from domains.services import default_domain
+from jobs import policy
 from jobs.models import Job
 from jobs.services import submission
 from jobs.services import wizard as wz
 from jobs.services.submission import check_document, clone_document
-from jobs.spec import host_paths, rlinf
+from jobs.spec import rlinf
 from jobs.spec.document import parse_text, pod_spec, render_yaml
-from jobs.spec.selectors import SelectorError, matches, parse_selector
+from rlark_console import language
 from sshkeys.services import keys_for
 from storage.services import classes_for_cluster
 
@@ -44,10 +46,6 @@ DEMO_JOB_YAML = Path(settings.BASE_DIR) / "examples" / "demo" / "job.yaml"
 
 
 # --------------------------------------------------------------------------- inventory for the UI
-
-
-def _lang() -> str:
-    return "en" if (get_language() or "").startswith("en") else "zh"
 
 
 class UIInventory:
@@ -197,7 +195,7 @@ def _page_context(
     request, state, *, mode, job=None, inv=None, errors=None, warnings=None, notice="", preview="", narrow=None
 ):
     inv = inv or UIInventory()
-    lang = _lang()
+    lang = language.lang()
     domains, default_domain = _domains()
     ssh_keys = _ssh_keys(request.user, job.owner if job is not None else None)
     roles = []
@@ -295,12 +293,12 @@ def _int(value: str, default: int = -1) -> int:
 
 def _load_demo(inv: UIInventory, user) -> tuple[wz.WizardState | None, str]:
     """The demo job for ``user``: a free name, and its output in the user's own directory of the demo cluster's
-    host-path root (``jobs.spec.host_paths.demo_output_path``), never a directory another user writes."""
+    host-path root (``clusters.host_paths.demo_output_path``), never a directory another user writes."""
     if not DEMO_JOB_YAML.exists():
         return None, _("The demo job (examples/demo/job.yaml) is not available.")
     document, problems = parse_text(DEMO_JOB_YAML.read_text(), "application/yaml")
     if document is None:
-        return None, "; ".join(p.message(_lang()) for p in problems)
+        return None, "; ".join(p.message(language.lang()) for p in problems)
     name = _free_name(str((document.get("metadata") or {}).get("name") or "demo"))
     output = host_paths.demo_output_path(str(settings.RLARK_LOCAL_ROOT), user.get_username(), name)
     for task in document["spec"]["tasks"]:
@@ -370,7 +368,7 @@ def _single_node_label(hits: list) -> tuple[str, str] | None:
 
 def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, inv: UIInventory) -> dict[str, Any]:
     """Apply one wizard action to ``state``; returns extra context (errors, preview, notice) or a response."""
-    lang = "en" if _lang() == "en" else "zh-hans"
+    lang = language.lang()
     name, args = _split(action)
     idx = _int(args[0]) if args else -1
     role = state.roles[idx] if 0 <= idx < len(state.roles) else None
@@ -462,7 +460,7 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
 
 
 def _submit(request, state, document, mode, job, extra):
-    lang = "en" if _lang() == "en" else "zh-hans"
+    lang = language.lang()
     try:
         if mode == Mode.CREATE:
             saved = submission.create_job(request.user, document, rlinf_config=state.rlinf_config, request=request)
@@ -520,7 +518,7 @@ def _wizard(request: HttpRequest, *, mode: str, job=None) -> HttpResponse:
         return extra["response"]
     if state.step == 4 and "preview" not in extra and not extra.get("errors"):
         document, result = _validate(state, request.user, job)
-        lang = "en" if _lang() == "en" else "zh-hans"
+        lang = language.lang()
         extra["preview"] = _preview_yaml(document)
         extra["warnings"] = _problem_rows(result.warnings, lang)
     return _render(request, _page_context(request, state, mode=mode, job=job, inv=inv, **extra))
@@ -539,7 +537,7 @@ def _import_rlinf(request, state: wz.WizardState, inv: UIInventory) -> dict[str,
     text = upload.read().decode("utf-8", "replace") if upload else request.POST.get("rlinf_text", "")
     if not text.strip():
         return {"notice": _("Choose an RLinf YAML file first.")}
-    lang = "en" if _lang() == "en" else "zh-hans"
+    lang = language.lang()
     try:
         result = rlinf.plan(text)
     except Exception as exc:  # noqa: BLE001 - unreadable YAML is shown to the user
@@ -601,7 +599,7 @@ def match_count(request: HttpRequest, index: int) -> HttpResponse:
 @login_required
 def yaml_job(request: HttpRequest) -> HttpResponse:
     """``/jobs/new/yaml/``: paste or upload a Job YAML; validate, submit or open it in the wizard."""
-    lang = "en" if _lang() == "en" else "zh-hans"
+    lang = language.lang()
     ctx: dict[str, Any] = {"text": "", "errors": [], "warnings": [], "valid": None}
     if request.method == "POST":
         upload = request.FILES.get("file")

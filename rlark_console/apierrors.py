@@ -1,8 +1,8 @@
-"""API error bodies in the request's language (issue 14.7: "API error details", which were a Chinese prefix with an
-English detail).
+"""API error bodies in the request's language (never a Chinese prefix with an English detail).
 
 - :func:`runtime_failure` -> ``{"code", "detail", "cause"}`` for a failed runtime call: ``code`` is the
-  :class:`~clusters.runtime.base.RuntimeFailure` reason (``unreachable``, ``forbidden`` ...), ``detail`` a sentence
+  :class:`~clusters.runtime.base.RuntimeFailure` reason (``unreachable``, ``forbidden`` ...; read by attribute, so
+  this module imports no runtime), ``detail`` a sentence
   in the active language naming the action and the reason, ``cause`` the runtime's own message (the Kubernetes API's
   or the local supervisor's words, credential-free, not translated: it quotes the cluster).
 - :func:`not_found` -> ``{"code": "not_found", "detail"}`` with Django REST framework's translated "Not found.".
@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from django.utils.translation import gettext as _
 
-from clusters.runtime.base import RuntimeFailure
 
-
-def failure_reason(exc: RuntimeFailure) -> str:
-    """A short phrase in the active language for ``exc.reason``."""
+def failure_reason(exc: Exception) -> str:
+    """A short phrase in the active language for ``exc.reason`` (a ``RuntimeFailure``'s; any other exception reads as
+    an error the cluster reported)."""
     reasons = {
         "unreachable": _("the cluster cannot be reached"),
         "unauthorized": _("the cluster rejected the console's credentials"),
@@ -29,7 +28,7 @@ def failure_reason(exc: RuntimeFailure) -> str:
     return reasons.get(getattr(exc, "reason", ""), _("the cluster reported an error"))
 
 
-def runtime_failure(exc: RuntimeFailure, action: str) -> dict:
+def runtime_failure(exc: Exception, action: str) -> dict:
     """``action`` is a translated verb phrase (``_("Delete")``)."""
     detail = _("%(action)s failed: %(reason)s.") % {"action": action, "reason": failure_reason(exc)}
     return {"code": getattr(exc, "reason", "internal"), "detail": detail, "cause": str(exc)[:500]}

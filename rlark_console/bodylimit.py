@@ -26,7 +26,7 @@ from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from terminal.services.scope_language import scope_language
+from rlark_console.language import scope_language
 
 Scope = dict[str, Any]
 Message = dict[str, Any]

@@ -15,7 +15,7 @@ from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
-from accounts.clientaddr import forwarded_scheme
+from rlark_console.clientaddr import forwarded_scheme
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 Origin = tuple[str, str, int]

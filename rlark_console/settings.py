@@ -54,7 +54,7 @@ RLARK_ENCRYPTION_KEY = os.environ.get("RLARK_ENCRYPTION_KEY") or _dev_secret("en
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 # Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (IPs or CIDRs, comma-separated; empty =
-# none, the peer address is the client). See accounts/clientaddr.py.
+# none, the peer address is the client). See rlark_console/clientaddr.py.
 RLARK_TRUSTED_PROXIES = [p.strip() for p in os.environ.get("RLARK_TRUSTED_PROXIES", "").split(",") if p.strip()]
 
 INSTALLED_APPS = [
@@ -78,6 +78,7 @@ INSTALLED_APPS = [
     "jobs",
     "terminal",
     "sshgate",
+    "launcher",
 ]
 
 MIDDLEWARE = [

@@ -2,7 +2,7 @@
 
 - A key authenticates user ``U`` only while it is one of U's registered keys (``sshkeys.SSHPublicKey``, looked up
   at every authentication, so a deleted key stops working at once) and U is active. No passwords.
-- A Worker is reached only when ``accounts.policy.can_view_job`` allows the job, exactly as for the WebTerminal
+- A Worker is reached only when ``jobs.policy.can_view_job`` allows the job, exactly as for the WebTerminal
   (owner or staff). Not-found and not-permitted get the same message, so other users' Worker names do not leak.
 - The Worker must be Running as the runtime reports it now (``terminal.services.logs.resolve_targets``, the
   WebTerminal's own resolution); otherwise one clear line says why.
@@ -16,7 +16,7 @@ import dataclasses
 
 from django.contrib.auth import get_user_model
 
-from accounts.policy import can_view_job
+from jobs.policy import can_view_job
 from sshkeys.models import SSHPublicKey
 
 SSH_PORT = 22

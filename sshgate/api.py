@@ -13,8 +13,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.policy import get_job_for, visible_jobs
 from jobs.models import Pod
+from jobs.policy import get_job_for, visible_jobs
 from sshgate import commands, hostkeys
 
 MAX_WORKERS = 5000  # bound of one answer (a staff user sees every job's Workers)

@@ -31,6 +31,7 @@ from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
 from rlark_console.db_threads import in_thread
+from rlark_console.sshserver import KeysOnlyServer
 from sshgate import access, hostkeys, sessions
 from sshgate.agent import agent_argv
 from sshgate.workerio import AgentError, AgentLink, WorkerStream
@@ -167,26 +168,7 @@ def _sftp_factory():
     return WorkerSFTP
 
 
-class _KeysOnly(asyncssh.SSHServer):
-    """Public keys only, always asked for (no passwords, no keyboard-interactive, no "none")."""
-
-    def connection_made(self, conn) -> None:
-        self.conn = conn
-
-    def begin_auth(self, username: str) -> bool:
-        return True
-
-    def password_auth_supported(self) -> bool:
-        return False
-
-    def kbdint_auth_supported(self) -> bool:
-        return False
-
-    def public_key_auth_supported(self) -> bool:
-        return True
-
-
-class BastionServer(_KeysOnly):
+class BastionServer(KeysOnlyServer):
     """The outer connection: authenticates the console user, then opens tunnels to the Workers they may reach."""
 
     def __init__(self, gate: Gate) -> None:
@@ -241,7 +223,7 @@ async def _help(process: asyncssh.SSHServerProcess) -> None:
     process.exit(1)
 
 
-class WorkerServer(_KeysOnly):
+class WorkerServer(KeysOnlyServer):
     """The inner SSH connection, standing in for one Worker: its sessions run through the runtime's exec."""
 
     def __init__(self, gate: Gate, identity: access.Identity, target: access.WorkerTarget, remote: str) -> None:

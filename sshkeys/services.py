@@ -301,7 +301,7 @@ def selected_keys(user, key_ids) -> list[SSHPublicKey]:
 def jobs_using_keys(user, keys) -> dict[int, list[str]]:
     """``{key id: [job names]}``: the jobs ``user`` may see whose ``spec.sshPublicKeys`` carries each key (the
     rotation step "update your jobs to use the new key", seed 04). Jobs in every phase are listed."""
-    from accounts.policy import visible_jobs
+    from jobs.policy import visible_jobs
 
     by_line = {k.key: k.pk for k in keys}
     out: dict[int, list[str]] = {k.pk: [] for k in keys}

@@ -2,7 +2,7 @@
 
 Both authenticate the session (``AuthMiddlewareStack``; scheme, host and port of the Origin are checked by
 ``rlark_console.origin.OriginValidator`` in ``rlark_console.asgi``), authorise the job through
-``accounts.policy`` (via :mod:`terminal.services.access`) on connect, i.e. on every reconnect,
+``jobs.policy`` (via :mod:`terminal.services.access`) on connect, i.e. on every reconnect,
 and re-check periodically. Refusals are accepted-then-closed with an application close code
 and a human reason the page shows. Because daphne drops the close frame's reason text, every close
 is preceded by a text frame ``{"type":"closing","code":<code>,"reason":<text>}`` carrying the same
@@ -29,12 +29,12 @@ from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from accounts.clientaddr import scope_address
 from clusters.runtime.base import PodNotFound, RuntimeFailure
+from rlark_console.clientaddr import scope_address
 from rlark_console.db_threads import in_thread
+from rlark_console.language import scope_language
 from terminal.services import access, logs, sessions, shell_registry, shell_relay, transfer, user_sessions
 from terminal.services.runtimes import runtime_for
-from terminal.services.scope_language import scope_language
 
 logger = logging.getLogger(__name__)
 

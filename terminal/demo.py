@@ -1,4 +1,4 @@
-"""A self-contained console serving one demo job from a :class:`~terminal.testing.DirRuntime`.
+"""A self-contained console serving one demo job from a :class:`~terminal.demo_runtime.DirRuntime`.
 
 ``python -m terminal.demo --dir /tmp/x --port 8765`` creates a fresh SQLite database in ``--dir``,
 users ``alice`` / ``bob`` (password ``demo-pass-1``) and ``admin`` (staff), job ``demo`` owned by

@@ -3,7 +3,7 @@ it only after it has pointed the settings at its own ``--dir``)."""
 
 import clusters.runtime.registry as registry
 from rlark_console.asgi import application
+from terminal.demo_runtime import DirRuntime, seed_job
 from terminal.services.runtimes import use_runtime_factory
-from terminal.testing import DirRuntime, seed_job
 
 __all__ = ["DirRuntime", "application", "registry", "seed_job", "use_runtime_factory"]

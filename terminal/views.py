@@ -11,8 +11,8 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
-from accounts.policy import get_job_for
 from clusters.runtime.base import PodNotFound, RuntimeFailure
+from jobs.policy import get_job_for
 from rlark_console.db_threads import in_thread, release_connections
 from terminal.services import logs
 from terminal.services.panel import logs_panel_context, terminal_context

@@ -34,12 +34,12 @@ from clusters.api.serializers import (
 )
 from clusters.models import Cluster, Node
 from clusters.runtime.base import RuntimeFailure
+from clusters.selectors import SelectorError
 from clusters.services import node_sync
 from clusters.services.nodes import cluster_summary, filter_nodes, match_nodes, node_summary
 from clusters.services.registration import RegistrationError, register_cluster, set_cordon
 from clusters.services.rotation import rotate_credentials
 from clusters.system_nodes import show_system_nodes
-from jobs.spec.selectors import SelectorError
 from rlark_console import apierrors
 from rlark_console.jsonbody import flat_fields
 

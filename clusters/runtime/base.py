@@ -105,6 +105,13 @@ class ContainerState:
     finished_at: datetime | None = None
 
 
+# The reasons a container waits, or a Pod event names, when its image cannot be pulled: the sync's ImagePull
+# condition, the pending reasons and the diagnosis all read this one set.
+IMAGE_PULL_REASONS = frozenset(
+    {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable"}
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class PodEvent:
     """A Kubernetes-style event about a Pod (scheduling, pulling, ...)."""

@@ -2,7 +2,7 @@
 
 Source: upstream-rlark 10.2 (categories, GPU key, device keys, business nodes) and 10.3 (resource summary:
 ``<free> / <total>``, total = capacity else allocatable, free = max(0, allocatable - used)). The selector
-"match count" uses ``jobs.spec.selectors`` - the same parsing and matching the wizard and the validator use
+"match count" uses ``clusters.selectors`` - the same parsing and matching the wizard and the validator use
 (keys ANDed, comma values = any of).
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from clusters.models import Cluster, Node
+from clusters.selectors import matches, parse_selector
 from clusters.system_nodes import is_system_node
-from jobs.spec.selectors import matches, parse_selector
 
 GPU_DEFAULT = "nvidia.com/gpu"
 _GPU_TOKEN = re.compile(r"(^|[./-])gpu($|[./-])")
@@ -152,7 +152,7 @@ def filter_nodes(
 
 
 def match_nodes(selector: str | Mapping | None, queryset=None) -> MatchResult:
-    """All nodes (every cluster) whose labels match ``selector``; raises ``jobs.spec.selectors.SelectorError``.
+    """All nodes (every cluster) whose labels match ``selector``; raises ``clusters.selectors.SelectorError``.
 
     An empty selector matches nothing here (the wizard requires a non-empty selector)."""
     parsed = parse_selector(selector)

@@ -23,22 +23,18 @@ from __future__ import annotations
 
 from django.http import HttpResponse
 from django.urls import path
-from django.utils import translation
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts import policy
 from accounts.audit import record
+from jobs import policy
 from jobs.services import diagnosis as diagnosis_service
 from jobs.services import metrics as metrics_service
 from jobs.services import runcheck as runcheck_service
-
-
-def _lang() -> str:
-    return translation.get_language() or "zh-hans"
+from rlark_console import language
 
 
 class JobDiagnosisView(APIView):
@@ -47,7 +43,7 @@ class JobDiagnosisView(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Diagnosis of a job")
     def get(self, request, name: str):
         job = policy.get_job_for(request.user, name)
-        lang = _lang()
+        lang = language.lang()
         patterns = runcheck_service.job_log_patterns(job)
         result, reasons, scans = diagnosis_service.diagnosis_and_pending(job, patterns)
         data = result.to_dict(lang)
@@ -62,7 +58,7 @@ class JobRunCheckView(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Run check (five checks with evidence)")
     def get(self, request, name: str):
         job = policy.get_job_for(request.user, name)
-        lang = _lang()
+        lang = language.lang()
         checks, age = runcheck_service.job_run_check_as_of(job, lang)
         return Response(
             {
@@ -100,7 +96,7 @@ class JobRunCheckRecordView(APIView):
     @extend_schema(responses={(200, "text/markdown"): OpenApiTypes.STR}, summary="Run record (Markdown)")
     def get(self, request, name: str):
         job = policy.get_job_for(request.user, name)
-        lang = _lang()
+        lang = language.lang()
         checks = runcheck_service.job_run_check(job, lang)
         text = runcheck_service.markdown_record(job, checks, recorder=request.user.get_username(), lang=lang)
         response = HttpResponse(text, content_type="text/markdown; charset=utf-8")

@@ -15,7 +15,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts import policy
+from jobs import policy
 from jobs.services import log_archive
 from rlark_console.db_threads import release_connections
 

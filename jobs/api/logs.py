@@ -7,7 +7,7 @@
 - ``ansi``: ``raw`` (default: the bytes the program wrote, colour codes included) or ``strip``
   (text without ANSI escape sequences; what the Logs tab's plain-text links use, issue 14.6).
 
-Answers ``text/plain; charset=utf-8``; 404 for a job the user may not see (``accounts.policy``),
+Answers ``text/plain; charset=utf-8``; 404 for a job the user may not see (``jobs.policy``),
 for a Pod that is not one of the job's Workers, or for a log that does not exist (any more);
 400 for a bad ``tail``; 503 when the runtime cannot be reached. Once a job is stopped or has
 finished, the full log kept by the log archive (jobs.services.log_archive) is served.
@@ -20,11 +20,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.views import APIView
 
-from accounts import policy
 from clusters.runtime.base import PodNotFound, RuntimeFailure
+from jobs import policy
 from jobs.models import Pod
 from jobs.services.status import DEFAULT_TAIL, MAX_TAIL, read_worker_log, worker_rows
-from terminal.services import ansi
+from rlark_console import ansi
 
 
 def _text(body: str, status: int = 200) -> HttpResponse:

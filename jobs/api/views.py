@@ -1,5 +1,5 @@
 """Job REST API (issue 3). Every write goes through ``jobs.services.submission`` (the one validator) and
-``jobs.services.controller``; permissions through ``accounts.policy`` (others' jobs are 404).
+``jobs.services.controller``; permissions through ``jobs.policy`` (others' jobs are 404).
 
 Bodies: a Job as JSON or YAML (``Content-Type: application/yaml``), or JSON ``{"document": {...} | "yaml": "...",
 "rlinf_config": "<RLinf YAML>"}``, or multipart with a ``file`` (and optional ``rlinf_config`` file).
@@ -12,7 +12,6 @@ import inspect
 from typing import Any
 
 from django.db.models import Q
-from django.utils import translation
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -21,8 +20,8 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts import policy
 from clusters.runtime.base import RuntimeFailure
+from jobs import policy
 from jobs.api.parsers import RAW_PARSERS, RawBody
 from jobs.models import Job
 from jobs.services import controller, submission
@@ -32,16 +31,11 @@ from jobs.spec.document import normalize, parse_text, render_yaml
 from jobs.spec.layout import task_layout
 from jobs.spec.messages import Problem
 from jobs.spec.rlinf import plan as rlinf_plan
-from rlark_console import apierrors, jsontext
+from rlark_console import apierrors, jsontext, language
 from rlark_console.pagination import PARAMETERS as PAGINATION_PARAMETERS
 from rlark_console.pagination import ConsolePagination
 
 PARSERS = [*RAW_PARSERS, MultiPartParser, FormParser]
-
-
-def lang() -> str:
-    """'en' or 'zh-hans' from the active language (LocaleMiddleware reads Accept-Language)."""
-    return "en" if (translation.get_language() or "").lower().startswith("en") else "zh-hans"
 
 
 # --- OpenAPI shapes --------------------------------------------------------------------------------------------------
@@ -156,12 +150,12 @@ def job_detail(job: Job) -> dict[str, Any]:
     )
     result = getattr(job, "validation", None)
     if result is not None:
-        data["warnings"] = [p.to_dict(lang()) for p in result.warnings]
+        data["warnings"] = [p.to_dict(language.lang()) for p in result.warnings]
     return data
 
 
 def invalid_response(result, document: dict | None = None, code: int = status.HTTP_400_BAD_REQUEST) -> Response:
-    body = result.to_dict(lang())
+    body = result.to_dict(language.lang())
     body["yaml"] = render_yaml(document) if isinstance(document, dict) else ""
     return Response(body, status=code)
 
@@ -170,7 +164,7 @@ def exists_response(exc: submission.JobExists) -> Response:
     """409 ``job_exists`` for a job the user may see, ``job_name_unavailable`` for another user's (no leak)."""
     problem = Problem("metadata.name", exc.code, {"name": exc.name})
     return Response(
-        {"valid": False, "errors": [problem.to_dict(lang())], "warnings": [], "code": exc.code},
+        {"valid": False, "errors": [problem.to_dict(language.lang())], "warnings": [], "code": exc.code},
         status=status.HTTP_409_CONFLICT,
     )
 
@@ -214,7 +208,7 @@ def read_body(request) -> tuple[Any, str | None, str]:
 
 def body_error(exc: BodyError) -> Response:
     return Response(
-        {"valid": False, "errors": [exc.problem.to_dict(lang())], "warnings": [], "yaml": "", "workers": 0},
+        {"valid": False, "errors": [exc.problem.to_dict(language.lang())], "warnings": [], "yaml": "", "workers": 0},
         status=status.HTTP_400_BAD_REQUEST,
     )
 
@@ -440,4 +434,4 @@ class RLinfPlanView(APIView):
             config = str(data.get("config", "")) if hasattr(data, "get") else ""
         result = rlinf_plan(config)
         code = status.HTTP_200_OK if result.num_nodes else status.HTTP_400_BAD_REQUEST
-        return Response(result.to_dict(lang()), status=code)
+        return Response(result.to_dict(language.lang()), status=code)

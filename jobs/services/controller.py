@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from accounts.audit import record
 from clusters.models import Cluster
+from clusters.ray_auth import job_token
 from clusters.runtime import registry
 from clusters.runtime.base import Runtime, RuntimeFailure, TaskManifest
 from domains.services import release_job
@@ -45,7 +46,6 @@ from jobs.services import log_archive
 from jobs.spec.conditions import set_condition
 from jobs.spec.layout import task_layout
 from jobs.spec.manifests import build_task_manifests
-from jobs.spec.ray_auth import job_token
 from storage.models import StorageClass
 
 logger = logging.getLogger(__name__)
@@ -172,7 +172,7 @@ def _manifests(job: Job, clusters: dict[str, Cluster]) -> dict[str, TaskManifest
 
     Passes the job's own clusters, its SSH public keys (``spec.sshPublicKeys``, key lines), the
     console -> Kubernetes StorageClass names of the storage app, the attached RLinf config and the job's Ray
-    token (``jobs.spec.ray_auth``: derived, never stored).
+    token (``clusters.ray_auth``: derived, never stored).
     """
     storage_classes = {
         sc.name: str((sc.parameters or {}).get("storage_class_name") or sc.name)

@@ -27,17 +27,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusters.runtime.base import IMAGE_PULL_REASONS
 from jobs.services import domain_findings, log_scans, node_findings, pending
 from jobs.services.log_markers import ERROR, SIGNATURES, WARNING, LogScan, Marker, scan_log
 from jobs.services.worker_logs import read_logs
 
-IMAGE_PULL_REASONS = {
-    "ErrImagePull",
-    "ImagePullBackOff",
-    "InvalidImageName",
-    "ErrImageNeverPull",
-    "RegistryUnavailable",
-}
 CRASH_LOOP_RESTARTS = 3  # restarts above which a crash-looping container is reported (peers 3.3 S1)
 
 # --- messages (zh-hans quoted from seed 05 / 02 where they exist; en faithful) ------------------------------

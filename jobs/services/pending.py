@@ -23,21 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusters.models import Node
-from clusters.runtime.base import RuntimeFailure
+from clusters.quantity import format_number, parse_quantity
+from clusters.runtime.base import IMAGE_PULL_REASONS, RuntimeFailure
 from clusters.runtime.registry import get_runtime
+from clusters.selectors import matches, template_selector
 from jobs.services.log_markers import LogScan, scan_log
 from jobs.services.worker_logs import read_logs
 from jobs.spec.layout import main_container
-from jobs.spec.quantity import format_number, parse_quantity
-from jobs.spec.selectors import matches, template_selector
 
-IMAGE_PULL_REASONS = {
-    "ErrImagePull",
-    "ImagePullBackOff",
-    "InvalidImageName",
-    "ErrImageNeverPull",
-    "RegistryUnavailable",
-}
 UNSCHEDULABLE_RE = re.compile(r"Unschedulable|FailedScheduling|nodes? (are|is) available|didn't match|Insufficient")
 PVC_RE = re.compile(
     r"persistentvolumeclaim \"(?P<name>[^\"]+)\" not found"

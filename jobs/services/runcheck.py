@@ -32,6 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from clusters.models import Node
+from clusters.selectors import matches, template_selector
 from jobs.services import log_scans, output_probe, output_scan
 from jobs.services.diagnosis import stage_label
 from jobs.services.headline import worker_phase_of
@@ -41,7 +42,6 @@ from jobs.services.status import pod_ready
 from jobs.spec.layout import display_role_of, main_container, task_layout
 from jobs.spec.mounts import host_path_for, persistent_mount_for
 from jobs.spec.rlinf import num_nodes_of
-from jobs.spec.selectors import matches, template_selector
 from rlark_console import pagetime
 
 MET = "met"

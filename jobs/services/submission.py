@@ -16,9 +16,9 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from accounts import policy
 from accounts.audit import record
 from clusters.runtime.local import tenancy
+from jobs import policy
 from jobs.models import Job
 from jobs.services import controller
 from jobs.spec.document import (
@@ -47,7 +47,7 @@ class JobExists(Exception):
     """A job with ``name`` already exists. Job names are global (each names the cluster objects of the job, seed 05:
     "确认同名 Job 是否已存在"), so the name is refused either way; ``visible`` says whether the submitter may see that
     job (their own, or staff). When not, callers say only that the name is not available (``code``
-    ``job_name_unavailable``), never that another user's job exists (accounts.policy: other users' jobs are 404)."""
+    ``job_name_unavailable``), never that another user's job exists (jobs.policy: other users' jobs are 404)."""
 
     def __init__(self, name: str, visible: bool = True):
         super().__init__(f"job {name} already exists")

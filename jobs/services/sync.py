@@ -50,7 +50,7 @@ from django.utils import timezone
 
 from clusters.models import Cluster, Node
 from clusters.runtime import registry
-from clusters.runtime.base import ContainerState, PodInfo, RuntimeFailure
+from clusters.runtime.base import IMAGE_PULL_REASONS, ContainerState, PodInfo, RuntimeFailure
 from clusters.services.node_sync import apply_node_infos
 from jobs.models import Job, Phase, Pod, Task
 from jobs.services import bulk, controller, domain_ips, metrics, runtime_restart, sync_fetch
@@ -63,7 +63,6 @@ logger = logging.getLogger(__name__)
 
 CRASHLOOP_LIMIT = int(getattr(settings, "RLARK_CRASHLOOP_LIMIT", 3))
 IMAGE_PULL_GRACE = float(getattr(settings, "RLARK_IMAGE_PULL_GRACE", 120))
-IMAGE_PULL_REASONS = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 
 # --- sync entry points ------------------------------------------------------------------------
 

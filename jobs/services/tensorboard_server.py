@@ -9,7 +9,7 @@ console's files are hidden, with only the job's TensorBoard directory mounted, r
 job's files could otherwise make a root TensorBoard read anything on the host. A root console that cannot learn
 the job's uid does not start it.
 
-Who may open it is decided by the view (``accounts.policy.get_job_for``, the job's own permission); this module only
+Who may open it is decided by the view (``jobs.policy.get_job_for``, the job's own permission); this module only
 runs the processes. One process per job and web process; at most :data:`MAX_SERVERS` at once (the least recently used
 is stopped to make room). Errors: :class:`TensorBoardUnavailable` with a reason code the view translates
 (``unset`` | ``not_local`` | ``no_mount`` | ``missing`` | ``start_failed``).

@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusters.selectors import SelectorError, format_selector, parse_selector
 from jobs.spec.layout import main_container
 from jobs.spec.naming import pvc_name, to_resource_name, volume_name
-from jobs.spec.selectors import SelectorError, format_selector, parse_selector
 
 API_VERSION = "rlinf.io/v1alpha1"
 DISPLAY_NAME_ANNOTATION = "rlark.io/display-name"

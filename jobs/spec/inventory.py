@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusters.host_paths import HostPathPolicy, host_path_policy
 from clusters.models import Cluster, ImageRegistry, Node
+from clusters.quantity import parse_quantity
 from domains.models import Domain
 from jobs.models import Pod
-from jobs.spec.host_paths import HostPathPolicy, host_path_policy
 from jobs.spec.layout import main_container
-from jobs.spec.quantity import parse_quantity
 from sshkeys.models import SSHPublicKey
 from storage.models import StorageClass
 
@@ -25,7 +25,7 @@ class ClusterInfo:
     runtime: str = "local"
     status: str = "online"
     allow_host_path: bool = False
-    # the allowed host-path roots and the console's own files (jobs.spec.host_paths)
+    # the allowed host-path roots and the console's own files (clusters.host_paths)
     host_paths: HostPathPolicy = HostPathPolicy()
 
 

@@ -26,7 +26,7 @@ Source: upstream-rlark 4.1-4.7 **without its flaws** (issue 5):
   ``rlark.io/pvc-reclaim: Retain|Delete`` that ``delete_task`` honours. The default ``Delete`` removes the claim
   with its Task as upstream 4.9 does (kept on Stop); the data itself follows the StorageClass's reclaim policy
   (``Retain`` for the console's object-storage classes, upstream 13). ``reclaimPolicy: Retain`` keeps the claim.
-- Ray token authentication (:mod:`jobs.spec.ray_auth`): a Secret ``<task>-ray-auth`` per Task holding the job's
+- Ray token authentication (:mod:`clusters.ray_auth`): a Secret ``<task>-ray-auth`` per Task holding the job's
   token (``extra_objects`` only) and ``RAY_AUTH_MODE=token`` / ``RAY_AUTH_TOKEN`` (``secretKeyRef``) on ``main``.
 - ``imagePullSecrets`` from the image registry that is the longest path-boundary prefix of the image (normalised
   as ``storage.services`` does: ``ubuntu`` is ``docker.io/library/ubuntu``) and has credentials; the
@@ -50,12 +50,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from clusters import ray_auth
 from clusters.models import ImageRegistry
 from clusters.runtime.base import TaskManifest
-from jobs.spec import network_sidecar, ray_auth
+from clusters.selectors import parse_selector, values_of
+from jobs.spec import network_sidecar
 from jobs.spec.layout import main_container, task_layout
 from jobs.spec.naming import head_service_name
-from jobs.spec.selectors import parse_selector, values_of
 from storage.services import StorageError, match_registry, normalize_image, normalize_registry
 
 SCRIPTS_DIR = Path(__file__).resolve().parent.parent.parent / "clusters" / "scripts"
@@ -246,9 +247,9 @@ def build_task_manifests(
     - ``rlinf_config``: the RLinf Hydra YAML attached to the Job (text; may be empty). When given, every Worker
       gets it at ``/rlark/rlinf/config.yaml`` (ConfigMap ``<task>-rlinf-config``) and ``RLARK_RLINF_CONFIG``
       pointing there, so the run script uses exactly the config the console checked (rlinf.md 3, 8).
-    - ``ray_auth_token``: the Job's Ray token (:func:`jobs.spec.ray_auth.job_token`). When given, every Task gets
+    - ``ray_auth_token``: the Job's Ray token (:func:`clusters.ray_auth.job_token`). When given, every Task gets
       the Secret ``<task>-ray-auth`` in ``extra_objects`` and its ``main`` container ``RAY_AUTH_MODE=token`` and
-      ``RAY_AUTH_TOKEN`` from that Secret (:mod:`jobs.spec.ray_auth`); the token is in no other object.
+      ``RAY_AUTH_TOKEN`` from that Secret (:mod:`clusters.ray_auth`); the token is in no other object.
 
     Raises ManifestError for an unknown cluster or a template without containers.
     """

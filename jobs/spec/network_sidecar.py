@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusters.host_paths import TUN_DEVICE, TUN_VOLUME
+
 DEFAULT_IMAGE = "rlark-console-netagent:latest"
 NAME = "rlark-net"
 SECRET_MOUNT = "/rlark/net"
@@ -48,7 +50,7 @@ def add(pod_spec: dict[str, Any], *, task: str, namespace: str, labels: dict[str
         "volumeMounts": [
             {"name": NAME, "mountPath": SECRET_MOUNT, "readOnly": True},
             {"name": f"{NAME}-state", "mountPath": STATE_MOUNT},
-            {"name": f"{NAME}-tun", "mountPath": "/dev/net/tun"},
+            {"name": TUN_VOLUME, "mountPath": TUN_DEVICE},
         ],
     }
     init = [c for c in pod_spec.get("initContainers") or [] if c.get("name") != NAME]
@@ -57,7 +59,7 @@ def add(pod_spec: dict[str, Any], *, task: str, namespace: str, labels: dict[str
     volumes += [
         {"name": NAME, "secret": {"secretName": secret_name(task), "defaultMode": 0o400}},
         {"name": f"{NAME}-state", "emptyDir": {}},
-        {"name": f"{NAME}-tun", "hostPath": {"path": "/dev/net/tun", "type": "CharDevice"}},
+        {"name": TUN_VOLUME, "hostPath": {"path": TUN_DEVICE, "type": "CharDevice"}},
     ]
     pod_spec["volumes"] = volumes
     pod_spec.pop("hostNetwork", None)

@@ -7,7 +7,7 @@ data (a normalized document and an ``Inventory`` snapshot) and never touches the
 Sources: upstream-rlark 2.5 "goes further", 3.2, 4.6, 7.1-7.3 (wizard rules, server-side here), seeds 03/04/05
 ("创建器无法进入下一步或提交"), rlinf.md 3 and 8 (num_nodes, node ranks). Node matching is GLOBAL: a selector is
 matched against the nodes of ALL clusters (``node_selector_cross_cluster``, ``header_match_not_one``,
-``replicas_mismatch``), keys ANDed and comma values "any of" (``jobs.spec.selectors.matches``).
+``replicas_mismatch``), keys ANDed and comma values "any of" (``clusters.selectors.matches``).
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusters import host_paths
+from clusters.quantity import format_number, parse_quantity
+from clusters.selectors import SelectorError, matcher, parse_selector
 from clusters.system_nodes import is_system_node
-from jobs.spec import host_paths
 from jobs.spec.document import API_VERSION, DISPLAY_NAME, KIND, SHM_PATH, display_name, is_extended, pod_spec
 from jobs.spec.inventory import Inventory, NodeInfo
 from jobs.spec.layout import ROLE_ENV, display_role_of, main_container
 from jobs.spec.messages import ERROR, WARNING, Problem
 from jobs.spec.naming import head_service_name, task_name
-from jobs.spec.quantity import format_number, parse_quantity
 from jobs.spec.rlinf import plan
-from jobs.spec.selectors import SelectorError, matcher, parse_selector
 from storage.services import StorageError, image_host, match_registry
 
 JOB_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

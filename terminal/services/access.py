@@ -1,7 +1,7 @@
 """Who may open a log stream or a terminal: authentication, the job policy and re-checks.
 
 Rule (issue 6 "Security", peers 5.2): every websocket authenticates the session, checks the job
-with ``accounts.policy`` (owner or admin), and long-lived sockets re-check periodically and on
+with ``jobs.policy`` (owner or admin), and long-lived sockets re-check periodically and on
 every reconnect (CVE-2023-40025, CVE-2024-41666): a logged-out session, a deactivated user or a
 job that is no longer visible closes the socket with a reason.
 
@@ -15,8 +15,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.sessions.backends.base import SessionBase
 from django.utils.module_loading import import_string
 
-from accounts.policy import can_view_job
 from jobs.models import Job
+from jobs.policy import can_view_job
 
 CLOSE_AUTH = 4401
 CLOSE_PERMISSION = 4403

@@ -34,7 +34,7 @@ from pathlib import Path
 from clusters.runtime.base import PodNotFound, Runtime, RuntimeFailure
 from jobs.models import Job, Pod
 from jobs.services import log_archive
-from terminal.services import ansi
+from rlark_console import ansi
 from terminal.services.runtimes import accepts, runtime_for
 
 TAIL_LINES = 1000  # seed 02: last 1000 lines per Pod

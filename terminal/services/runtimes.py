@@ -2,8 +2,8 @@
 
 Normally ``clusters.runtime.registry.get_runtime(cluster)`` (one implementation per
 ``Cluster.runtime``). :func:`use_runtime_factory` swaps in another factory; tests and the
-self-contained demo server (``terminal.testing``) use it to run the Logs tab and the
-WebTerminal against a real :class:`~terminal.testing.DirRuntime` (log files + PTY bash).
+self-contained demo server (``terminal.demo``) use it to run the Logs tab and the
+WebTerminal against a real :class:`~terminal.demo_runtime.DirRuntime` (log files + PTY bash).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 class TransferError(ValueError):
     """A transfer request that is refused; ``str(exc)`` is shown to the user, in the language active when it was
-    raised (the consumer activates its page's: ``terminal.services.scope_language``)."""
+    raised (the consumer activates its page's: ``rlark_console.language.scope_language``)."""
 
 
 def _check_name(name: str) -> None:

@@ -8,8 +8,8 @@ from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 
 from accounts import ratelimit
-from accounts.clientaddr import client_address, scope_address
 from accounts.models import AuditEvent
+from rlark_console.clientaddr import client_address, scope_address
 
 pytestmark = pytest.mark.django_db
 
@@ -91,7 +91,7 @@ def test_runconsole_does_not_let_daphne_rewrite_the_peer():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    for source in ("accounts/management/commands/runconsole.py", "rlark_console/webserver.py"):  # serve_web's daphnes
+    for source in ("launcher/management/commands/runconsole.py", "rlark_console/webserver.py"):  # serve_web's daphnes
         assert '"--proxy-headers"' not in (root / source).read_text(), source
 
 

@@ -172,9 +172,10 @@ async def test_deactivation_closes_open_terminal_sessions_at_once(tmp_path, alic
     # connections outlive the test's event loop and time out, which is not what this test is about
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     from terminal.consumers import TerminalConsumer
+    from terminal.demo_runtime import DirRuntime, seed_job
     from terminal.services import sessions
     from terminal.services.runtimes import use_runtime_factory
-    from terminal.testing import DirRuntime, seed_job, session_cookie, ws_communicator
+    from tests.terminal_support import session_cookie, ws_communicator
 
     monkeypatch.setattr(TerminalConsumer, "grace_period", 0)
     rt = DirRuntime(tmp_path / "rt")

@@ -14,10 +14,10 @@ import pytest
 from PIL import Image
 from playwright.sync_api import expect
 
-from terminal.testing import DemoConsole, demo_login
 from tests.browser import test_diagnosis_browser, test_ended_jobs_browser
 from tests.browser.test_wizard_browser import login as console_login
 from tests.conftest import screenshot_dir
+from tests.terminal_support import DemoConsole, demo_login
 
 seeded = test_diagnosis_browser.seeded  # the fixture: job "demo" with Workers, metrics, TensorBoard events
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from terminal.testing import DemoConsole, demo_login
 from tests.browser.test_terminal_browser import type_line, wait_screen
 from tests.conftest import screenshot_dir
+from tests.terminal_support import DemoConsole, demo_login
 
 pytestmark = [pytest.mark.browser]
 SHOTS = screenshot_dir()

@@ -11,8 +11,8 @@ import pytest
 from playwright.sync_api import expect
 
 from terminal.demo import PASSWORD
-from terminal.testing import DemoConsole
 from tests.conftest import ARTIFACTS
+from tests.terminal_support import DemoConsole
 
 pytestmark = [pytest.mark.browser]
 

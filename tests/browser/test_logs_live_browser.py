@@ -10,8 +10,8 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from terminal.testing import DemoConsole, demo_login
 from tests.conftest import screenshot_dir
+from tests.terminal_support import DemoConsole, demo_login
 
 pytestmark = [pytest.mark.browser]
 

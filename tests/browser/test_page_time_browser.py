@@ -12,10 +12,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from playwright.sync_api import expect
 
-from terminal.testing import DemoConsole, demo_login
 from tests.browser import test_diagnosis_browser
 from tests.browser.test_diagnosis_browser import login, set_lang
 from tests.conftest import screenshot_dir
+from tests.terminal_support import DemoConsole, demo_login
 
 seeded = test_diagnosis_browser.seeded  # the fixture
 

@@ -1,4 +1,4 @@
-"""Host paths are allowed, not just possible, in the runtimes themselves (jobs/spec/host_paths.py, docs/security.md).
+"""Host paths are allowed, not just possible, in the runtimes themselves (clusters/host_paths.py, docs/security.md).
 
 The local supervisor (real, root) refuses a system directory, the console's files, or a ``subPath`` that leads out
 of its volume (``..`` or a symlink a Worker left there) before it creates anything,
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from clusters.host_paths import HostPathRefused, check_cluster_host_paths
 from clusters.runtime.base import RuntimeFailure
-from jobs.spec.host_paths import HostPathRefused, check_cluster_host_paths
 from tests.clusters.test_local_runtime_support import SupervisorProcess, manifest, nodes_spec, wait_for
 
 NODES = nodes_spec(("n1", {}, {"cpu": 8}))

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
+from clusters import ray_auth as job_auth
 from clusters.runtime.local import ray_auth
 from clusters.runtime.local.supervision import Supervisor
-from jobs.spec import ray_auth as job_auth
 from tests.clusters.test_local_runtime_support import manifest
 
 TOKEN = "ab" * 32

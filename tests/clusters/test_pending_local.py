@@ -7,13 +7,13 @@ import time
 
 import pytest
 
-from accounts.management.commands.seed_demo import DEMO_NODES
 from clusters.models import Cluster
 from clusters.services.inventory import upsert_local_nodes
 from jobs.models import Job
 from jobs.services import controller
 from jobs.services.pending import job_pending_reasons
 from jobs.services.sync import sync_job
+from launcher.management.commands.seed_demo import DEMO_NODES
 from tests.clusters.test_local_runtime_support import SupervisorProcess
 from tests.clusters.test_runcheck_local import demo_document
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accounts.management.commands.seed_demo import DEMO_NODES
 from clusters.models import Cluster
 from clusters.runtime import registry
 from clusters.services.inventory import upsert_local_nodes
@@ -19,6 +18,7 @@ from jobs.models import Job, MetricSample, Pod
 from jobs.services import controller, diagnosis, metrics, runcheck
 from jobs.services.status import get_condition
 from jobs.services.sync import sync_job
+from launcher.management.commands.seed_demo import DEMO_NODES
 from tests.clusters.test_local_runtime_support import SupervisorProcess
 
 pytestmark = [pytest.mark.ray, pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]

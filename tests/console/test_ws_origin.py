@@ -7,8 +7,9 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from rlark_console.origin import origin_allowed
+from terminal.demo_runtime import DirRuntime, seed_job
 from terminal.services.runtimes import use_runtime_factory
-from terminal.testing import DirRuntime, seed_job, session_cookie, ws_communicator
+from tests.terminal_support import session_cookie, ws_communicator
 
 LOGS = "/ws/terminal/jobs/demo/logs/"
 

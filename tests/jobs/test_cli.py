@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from accounts.authentication import issue_token
-from jobs.cli import main
 from jobs.models import Job, Pod
+from rlark_cli.main import main
 from tests.jobs.test_metrics import job  # noqa: F401 - the fixture of the Succeeded-job test
 from tests.spec_fixtures import INVALID_CODES, base_doc, invalid_doc, seed_db
 
@@ -154,7 +154,7 @@ def test_config_file_and_console_script(env, live_server, monkeypatch):
     ],
 )
 def test_rlark_ssh_takes_what_follows_double_dash_as_the_command(argv, worker, command):
-    from jobs.cli import parse_args
+    from rlark_cli.main import parse_args
 
     args = parse_args(argv)
     assert (args.name, args.worker, args.command) == ("demo", worker, command)

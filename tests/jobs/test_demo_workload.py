@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import yaml
 
-from accounts.management.commands.seed_demo import DEMO_NODES
 from clusters.runtime.local import launcher
+from launcher.management.commands.seed_demo import DEMO_NODES
 from tests.clusters.test_local_runtime_support import (
     LoopbackWatch,
     SupervisorProcess,
@@ -91,7 +91,7 @@ def test_demo_job_yaml_is_a_valid_job_for_the_seeded_cluster():
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from jobs.spec import host_paths
+    from clusters import host_paths
     from jobs.spec.inventory import Inventory
     from jobs.spec.validator import validate
 

@@ -45,7 +45,7 @@ async def test_download_view_serves_the_archive(alice, runtime, settings, tmp_pa
     from asgiref.sync import sync_to_async
     from django.test import AsyncClient
 
-    from terminal.testing import seed_job
+    from terminal.demo_runtime import seed_job
 
     await sync_to_async(seed_job)(runtime, alice)
     _archive(settings, tmp_path, "demo", "demo-actor-0", "Run script exited with code 0\n")

@@ -1,4 +1,4 @@
-"""Ray token authentication in the manifests and the controller (``jobs.spec.ray_auth``): every Task carries the
+"""Ray token authentication in the manifests and the controller (``clusters.ray_auth``): every Task carries the
 job's token in its own Secret, ``main`` reads it through ``secretKeyRef``, and the token is nowhere else."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from jobs.spec import ray_auth
+from clusters import ray_auth
 from jobs.spec.manifests import build_task_manifests, redacted
 from tests.jobs.test_manifests import CLUSTERS, JOB, KEYS, REGISTRY
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from clusters.selectors import SelectorError, format_selector, matches, parse_selector
 from jobs.spec.layout import task_layout
 from jobs.spec.naming import head_service_name, pvc_name, task_name, to_resource_name, volume_name
-from jobs.spec.selectors import SelectorError, format_selector, matches, parse_selector
 
 
 @pytest.mark.parametrize(

@@ -450,7 +450,7 @@ def test_offline_or_cordoned_nodes():
 def test_absurd_quantities_are_invalid_not_expanded():
     """A GPU count of ``1e308`` (or a 20-digit memory) is beyond what Kubernetes stores (2^63-1): a clear
     quantity_invalid, never a 309-digit number in the messages (found by a new user in the wizard)."""
-    from jobs.spec.quantity import parse_quantity
+    from clusters.quantity import parse_quantity
 
     for bad in ("1e308", 1e308, float("inf"), "99999999999999999999E", "9" * 80):
         with pytest.raises(ValueError):

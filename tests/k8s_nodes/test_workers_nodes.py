@@ -15,11 +15,11 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from terminal.services.runtimes import use_runtime_factory
-from terminal.testing import session_cookie, ws_communicator
 from tests.k8s_nodes.conftest import namespace_containers
 from tests.k8s_nodes.jobs import demo_job, pod_logs
 from tests.k8s_real.conftest import wait_for
 from tests.k8s_real.jobs import TerminalOutput, running, synced
+from tests.terminal_support import session_cookie, ws_communicator
 
 pytestmark = [pytest.mark.k8s_nodes, pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 JOB = "live-a"

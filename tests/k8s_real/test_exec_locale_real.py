@@ -8,9 +8,9 @@ import asyncio
 import pytest
 from asgiref.sync import sync_to_async
 
-from terminal.testing import session_cookie, ws_communicator
 from tests.k8s_real.jobs import TerminalOutput
 from tests.k8s_real.test_logs_terminal_real import POD, running_job  # noqa: F401 (fixture)
+from tests.terminal_support import session_cookie, ws_communicator
 
 pytestmark = [pytest.mark.k8s_real, pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 

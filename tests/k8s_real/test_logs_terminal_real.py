@@ -15,9 +15,9 @@ from rest_framework.test import APIClient
 
 from terminal.services import sessions
 from terminal.services.runtimes import use_runtime_factory
-from terminal.testing import session_cookie, ws_communicator
 from tests.k8s_real.conftest import wait_for
 from tests.k8s_real.jobs import TerminalOutput, document, running, synced, task
+from tests.terminal_support import session_cookie, ws_communicator
 
 pytestmark = [pytest.mark.k8s_real, pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 POD = "logs-a-header-0"

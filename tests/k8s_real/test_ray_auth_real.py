@@ -9,8 +9,8 @@ import base64
 import pytest
 from rest_framework.test import APIClient
 
+from clusters.ray_auth import job_token
 from jobs.models import Job
-from jobs.spec.ray_auth import job_token
 from tests.k8s_real.conftest import wait_for
 from tests.k8s_real.jobs import document, running, task
 

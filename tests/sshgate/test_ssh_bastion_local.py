@@ -354,7 +354,7 @@ def test_denials(bastion):
 def _rlark(server, api, *args: str) -> subprocess.CompletedProcess:
     """The ``rlark`` CLI of this checkout, as a user with an API token runs it."""
     return subprocess.run(
-        [sys.executable, "-c", "import sys; from jobs.cli import main; sys.exit(main())", *args],
+        [sys.executable, "-c", "import sys; from rlark_cli.main import main; sys.exit(main())", *args],
         cwd=ROOT,
         env={**os.environ, "RLARK_URL": server.url, "RLARK_TOKEN": api.token},
         capture_output=True,

@@ -9,8 +9,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts.authentication import issue_token
+from rlark_cli.ssh import pick_worker, proxy_command, ssh_config_text, write_known_hosts
 from sshgate import access, hostkeys, sessions
-from sshgate.cli import pick_worker, proxy_command, ssh_config_text, write_known_hosts
 from sshkeys.services import add_key
 from tests.jobs.test_job_pages import fake, running, submit  # noqa: F401  (fixture)
 

@@ -11,8 +11,9 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from terminal.consumers import LogsConsumer
+from terminal.demo_runtime import DirRuntime, seed_job
 from terminal.services.runtimes import use_runtime_factory
-from terminal.testing import DirRuntime, seed_job, session_cookie, ws_communicator
+from tests.terminal_support import session_cookie, ws_communicator
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60), pytest.mark.asyncio]
 NS = "rlark-jobs"

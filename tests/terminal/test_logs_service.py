@@ -10,9 +10,10 @@ import pytest
 from django.test import AsyncClient
 
 from clusters.runtime.base import PodNotFound, RuntimeFailure
-from terminal.services import ansi, logs
+from rlark_console import ansi
+from terminal.demo_runtime import DirRuntime, seed_job
+from terminal.services import logs
 from terminal.services.runtimes import use_runtime_factory
-from terminal.testing import DirRuntime, seed_job
 
 NS = "rlark-jobs"
 

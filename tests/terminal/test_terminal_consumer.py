@@ -14,9 +14,10 @@ from asgiref.sync import sync_to_async
 
 from accounts.models import AuditEvent
 from terminal.consumers import TerminalConsumer
+from terminal.demo_runtime import DirRuntime, seed_job
 from terminal.services import sessions, transfer
 from terminal.services.runtimes import use_runtime_factory
-from terminal.testing import DirRuntime, seed_job, session_cookie, ws_communicator
+from tests.terminal_support import session_cookie, ws_communicator
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(90), pytest.mark.asyncio]
 NS = "rlark-jobs"

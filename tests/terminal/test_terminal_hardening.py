@@ -14,8 +14,8 @@ from accounts.models import AuditEvent
 from terminal import consumers
 from terminal.consumers import TerminalConsumer
 from terminal.services import sessions
-from terminal.testing import session_cookie, ws_communicator
 from tests.terminal.test_terminal_consumer import NS, Term, eventually, job, runtime  # noqa: F401 (fixtures)
+from tests.terminal_support import session_cookie, ws_communicator
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(90), pytest.mark.asyncio]
 

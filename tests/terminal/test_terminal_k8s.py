@@ -15,8 +15,8 @@ from asgiref.sync import sync_to_async
 
 from clusters.runtime.kubernetes.runtime import shell_argv
 from terminal.services.runtimes import use_runtime_factory
-from terminal.testing import session_cookie, ws_communicator
 from tests.fake_k8s.fixtures import fake_k8s, fake_kubeconfig  # noqa: F401
+from tests.terminal_support import session_cookie, ws_communicator
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(90), pytest.mark.asyncio]
 NS = "rlark-system"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.utils import translation
 
+from rlark_console.language import scope_language
 from terminal.services import transfer
-from terminal.services.scope_language import scope_language
 
 
 @pytest.mark.parametrize(

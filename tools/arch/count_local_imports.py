@@ -15,8 +15,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.arch.graph import PACKAGES
+
 ROOT = Path(__file__).resolve().parents[2]
-PROJECT_PACKAGES = ("accounts", "clusters", "domains", "jobs", "rlark_console", "sshkeys", "storage", "terminal")
+PROJECT_PACKAGES = PACKAGES  # the packages of the import graph (tools/arch/graph.py)
 DEFAULT_DIRS = ("jobs", "clusters", "terminal")
 REASON_MARK = "# local import:"
 

@@ -20,7 +20,19 @@ from pathlib import Path
 import grimp
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("accounts", "clusters", "domains", "jobs", "rlark_console", "sshkeys", "storage", "terminal")
+PACKAGES = (
+    "accounts",
+    "clusters",
+    "domains",
+    "jobs",
+    "launcher",
+    "rlark_cli",
+    "rlark_console",
+    "sshgate",
+    "sshkeys",
+    "storage",
+    "terminal",
+)
 
 
 def build() -> grimp.ImportGraph:

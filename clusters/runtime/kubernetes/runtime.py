@@ -23,7 +23,9 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream as k8s_stream
 
+from clusters.host_paths import HostPathRefused, check_cluster_host_paths
 from clusters.node_health import conditions_of, recent_warnings
+from clusters.quantity import parse_quantity
 from clusters.runtime.base import (
     ContainerState,
     LogChunk,
@@ -39,8 +41,6 @@ from clusters.runtime.base import (
 )
 from clusters.runtime.containers import from_pod as containers_of
 from clusters.runtime.kubernetes.client import api_client_for, server_url, timeouts, translate
-from jobs.spec.host_paths import HostPathRefused, check_cluster_host_paths
-from jobs.spec.quantity import parse_quantity
 
 logger = logging.getLogger("rlark.k8s")
 

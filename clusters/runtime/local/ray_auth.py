@@ -1,7 +1,7 @@
 """Ray token authentication on the local runtime: one token per job, given to its Workers as a file.
 
 All local Workers share the host's loopback, where every job's GCS, dashboard and dashboard agent listen; with
-Ray's token authentication (``RAY_AUTH_MODE=token``, see :mod:`jobs.spec.ray_auth`) another job's Worker that
+Ray's token authentication (``RAY_AUTH_MODE=token``, see :mod:`clusters.ray_auth`) another job's Worker that
 connects is refused. Files under the supervisor's state root ``<root>`` (hidden from every Worker)::
 
     ray-auth/                  0700, the supervisor's
@@ -27,8 +27,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from clusters import ray_auth as job_auth
 from clusters.runtime.local import launcher
-from jobs.spec import ray_auth as job_auth
 
 MOUNT = "/rlark/ray-auth"
 TOKEN_FILE = "token"

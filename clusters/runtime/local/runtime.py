@@ -30,6 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from clusters.host_paths import HostPathRefused, check_cluster_host_paths
 from clusters.runtime.base import (
     ContainerState,
     LogChunk,
@@ -45,7 +46,6 @@ from clusters.runtime.base import (
 from clusters.runtime.local import launcher
 from clusters.runtime.local.scheduling import parse_quantity
 from clusters.runtime.local.supervision import pod_dir, socket_path
-from jobs.spec.host_paths import HostPathRefused, check_cluster_host_paths
 
 CHUNK = 64 * 1024
 EXEC_READY_WAIT = 15.0  # seconds exec waits for a just-started Worker's namespaces

@@ -2,7 +2,7 @@
 
 Inputs are plain dicts: a node is ``{"name", "labels", "allocatable", "online", "unschedulable"}``,
 a pod spec is the StatefulSet pod template's ``spec``. Node selection uses
-``jobs.spec.selectors.matches`` (keys ANDed, comma values = any of; upstream-rlark 4.6 "goes further")
+``clusters.selectors.matches`` (keys ANDed, comma values = any of; upstream-rlark 4.6 "goes further")
 for ``nodeSelector`` and for each required NodeSelectorTerm's ``In`` expressions (terms ORed, as
 Kubernetes does); ``Exists``/``DoesNotExist``/``NotIn`` follow Kubernetes. Required pod
 anti-affinity on ``kubernetes.io/hostname`` keeps matching pods on different nodes. Requests are
@@ -16,8 +16,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jobs.spec.quantity import parse_quantity as spec_parse_quantity
-from jobs.spec.selectors import matches
+from clusters.quantity import parse_quantity as spec_parse_quantity
+from clusters.selectors import matches
 
 UNLIMITED_IF_ABSENT = {"cpu", "memory", "ephemeral-storage", "pods"}
 

@@ -52,8 +52,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from clusters import host_paths
 from clusters.runtime.local import domain_members, idmap, launcher, netns, ray_auth, scheduling
-from jobs.spec import host_paths
 
 log = logging.getLogger("rlark.local_supervisor")
 
@@ -710,7 +710,7 @@ class Supervisor:
         volume the runtime manages leads out of its storage through a symlink, or a hostPath is inside,
         or contains, the console's own files (:attr:`hidden`)."""
         real = source.resolve()
-        if host_path:  # the same rule as before creation (jobs.spec.host_paths): the host-path area is allowed
+        if host_path:  # the same rule as before creation (clusters.host_paths): the host-path area is allowed
             try:
                 host_paths.check_protected(str(real), map(str, self.hidden), [self.host_path_area])
             except host_paths.HostPathRefused as exc:
@@ -720,7 +720,7 @@ class Supervisor:
         return real
 
     def _host_path(self, host_path: dict[str, Any], name: str, ids: tuple[int, int] | None) -> Path:
-        """The checked real path of a hostPath volume. Checked first (``jobs.spec.host_paths.check_protected``:
+        """The checked real path of a hostPath volume. Checked first (``clusters.host_paths.check_protected``:
         no system directory, nothing of the console's but the host-path area ``<root>/host-paths``), then, for
         ``DirectoryOrCreate``, a missing directory is made for the job's uid (``ids``), mode 0750, without
         following a symlink on the way (``launcher.make_dir_as``). Raises ValueError (the Pod's

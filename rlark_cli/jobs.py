@@ -1,95 +1,16 @@
-"""``rlark``: command-line client of the RLark Console REST API (stdlib ``urllib`` + PyYAML only).
-
-Connection: ``--url``/``--token`` options, else ``RLARK_URL``/``RLARK_TOKEN``, else ``~/.config/rlark/config.yaml``
-(``url: http://127.0.0.1:8000`` and ``token: rlk_...``; tokens are created on the account page or with
-``accounts.authentication.issue_token``). Messages follow ``--lang`` / ``RLARK_LANG`` / ``LANG`` (zh or en).
-
-Commands::
-
-    rlark validate -f job.yaml [--rlinf rlinf.yaml]     # exit 1 when invalid
-    rlark apply -f job.yaml [--rlinf rlinf.yaml] [--restart]   # create, or update when the job exists
-    rlark get jobs [--phase P] [--owner U] [--search S]
-    rlark describe job NAME
-    rlark stop|start|restart|delete NAME
-    rlark plan -f rlinf.yaml
-    -o json|yaml on any command prints the API's answer as JSON/YAML.
-
-Exit codes: 0 success, 1 failure (invalid job, HTTP error, unreachable server), 2 usage errors.
-"""
+"""The job commands of ``rlark``: validate, apply, get, describe, stop/start/restart/delete and plan."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import urllib.error
 import urllib.parse
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-CONFIG_PATH = Path("~/.config/rlark/config.yaml")
-TIMEOUT = 60
-
-
-class CLIError(Exception):
-    """A failure to report (message already readable); ``body`` is the API answer when there is one."""
-
-    def __init__(self, message: str, body: Any = None):
-        super().__init__(message)
-        self.body = body
-
-
-class Client:
-    def __init__(self, url: str, token: str, lang: str):
-        self.url = url.rstrip("/")
-        self.token = token
-        self.lang = lang
-
-    def request(self, method: str, path: str, body: bytes | None = None, content_type: str = "") -> tuple[int, Any]:
-        """-> (status, decoded JSON body or text). Raises CLIError when the server cannot be reached."""
-        headers = {"Accept": "application/json", "Accept-Language": self.lang}
-        if self.token:
-            headers["Authorization"] = f"Token {self.token}"
-        if content_type:
-            headers["Content-Type"] = content_type
-        req = urllib.request.Request(f"{self.url}/api/v1/{path.lstrip('/')}", data=body, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:
-                status, raw = resp.status, resp.read()
-        except urllib.error.HTTPError as exc:
-            status, raw = exc.code, exc.read()
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise CLIError(f"cannot reach {self.url}: {reason}")
-        text = raw.decode("utf-8", "replace")
-        try:
-            return status, json.loads(text) if text else None
-        except ValueError:
-            return status, text
-
-
-def load_config(args: argparse.Namespace) -> Client:
-    url = args.url or os.environ.get("RLARK_URL", "")
-    token = args.token or os.environ.get("RLARK_TOKEN", "")
-    path = Path(os.environ.get("RLARK_CONFIG", str(CONFIG_PATH))).expanduser()
-    if (not url or not token) and path.exists():
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise CLIError(f"cannot read {path}: {exc}")
-        if isinstance(data, dict):
-            url = url or str(data.get("url") or "")
-            token = token or str(data.get("token") or "")
-    if not url:
-        raise CLIError(f"no server: set RLARK_URL or url in {path}")
-    if not token:
-        raise CLIError(f"no token: set RLARK_TOKEN or token in {path}")
-    lang = args.lang or os.environ.get("RLARK_LANG") or os.environ.get("LANG", "")
-    return Client(url, token, "zh-hans" if lang.lower().startswith("zh") else "en")
+from rlark_cli.client import Client, CLIError, emit, fail, problems_text
 
 
 def read_file(name: str) -> str:
@@ -119,38 +40,6 @@ def job_name_of(text: str) -> str:
     if isinstance(data, dict) and isinstance(data.get("metadata"), dict):
         return str(data["metadata"].get("name") or "")
     return ""
-
-
-def emit(args: argparse.Namespace, body: Any) -> bool:
-    """Print ``body`` as JSON/YAML when ``-o`` asks for it; True when printed."""
-    if args.output == "json":
-        print(json.dumps(body, ensure_ascii=False, indent=2))
-        return True
-    if args.output == "yaml":
-        print(yaml.safe_dump(body, allow_unicode=True, sort_keys=False), end="")
-        return True
-    return False
-
-
-def problems_text(body: Any) -> str:
-    lines = []
-    if isinstance(body, dict):
-        for key, label in (("errors", "error"), ("warnings", "warning"), ("problems", "problem")):
-            for p in body.get(key) or []:
-                path = f" {p.get('path')}:" if p.get("path") else ""
-                lines.append(f"  {label} [{p.get('code')}]{path} {p.get('message')}")
-        if not lines and body.get("detail"):
-            lines.append(f"  {body['detail']}")
-    elif body:
-        lines.append(f"  {str(body)[:500]}")
-    return "\n".join(lines)
-
-
-def fail(status: int, body: Any, what: str) -> CLIError:
-    return CLIError(f"{what} failed: HTTP {status}\n{problems_text(body)}".rstrip(), body)
-
-
-# --- commands --------------------------------------------------------------------------------------------------------
 
 
 def cmd_validate(client: Client, args) -> int:
@@ -287,15 +176,8 @@ def cmd_plan(client: Client, args) -> int:
     return 0 if status == 200 and data.get("valid") else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rlark", description="RLark Console command-line client")
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--url", help="console URL (default: RLARK_URL or the config file)")
-    common.add_argument("--token", help="API token (default: RLARK_TOKEN or the config file)")
-    common.add_argument("--lang", help="zh or en (message language)")
-    common.add_argument("-o", "--output", choices=["json", "yaml"], help="print the API answer as JSON or YAML")
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register the job commands on the ``rlark`` parser."""
     p = sub.add_parser("validate", parents=[common], help="validate a job file")
     p.add_argument("-f", "--file", required=True, help="job YAML/JSON file, - for stdin")
     p.add_argument("--rlinf", help="RLinf config the run script uses (checks num_nodes and node ranks)")
@@ -327,39 +209,3 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", parents=[common], help="propose roles for an RLinf config")
     p.add_argument("-f", "--file", required=True)
     p.set_defaults(func=cmd_plan)
-
-    from sshgate.cli import add_commands as add_ssh_commands  # rlark ssh, rlark ssh-config (issue 12)
-
-    add_ssh_commands(sub, common)
-    return parser
-
-
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    """The parsed command line. ``rlark ssh JOB -- CMD``: what follows ``--`` is the command, never the Worker
-    (argparse alone would fill the optional Worker with CMD's first word)."""
-    after: list[str] | None = None
-    if argv[:1] == ["ssh"] and "--" in argv:
-        cut = argv.index("--")
-        argv, after = argv[:cut], argv[cut + 1 :]
-    args = build_parser().parse_args(argv)
-    if after is not None:
-        args.command = [*(args.command or []), *after]
-    return args
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(list(sys.argv[1:] if argv is None else argv))
-    try:
-        client = load_config(args)
-        return args.func(client, args)
-    except CLIError as exc:
-        if args.output and exc.body is not None:
-            emit(args, exc.body)
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:  # pragma: no cover
-        return 130
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

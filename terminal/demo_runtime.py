@@ -1,5 +1,5 @@
-"""DirRuntime: a small, real :class:`~clusters.runtime.base.Runtime` for tests, the bench and
-screenshots of the Logs tab and WebTerminal without a cluster.
+"""DirRuntime: the demo console's runtime (``terminal.demo``), a small, real :class:`~clusters.runtime.base.Runtime`
+that serves the Logs tab and WebTerminal without a cluster (the demo, its browser tests, the bench, screenshots).
 
 It is a genuine data plane, not a mock: each "Pod" has a directory with one log file per
 container instance (``<root>/<namespace>/<pod>/log.<restart>``) and a working directory;
@@ -22,7 +22,6 @@ import struct
 import subprocess
 import termios
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -32,8 +31,6 @@ from clusters.models import Cluster
 from clusters.runtime.base import ContainerState, NodeInfo, PodInfo, PodNotFound, Runtime, RuntimeFailure, TaskManifest
 from clusters.runtime.containers import ContainerInfo
 from jobs.models import Job, Pod, Task
-from rlark_console.asgi import application
-from terminal.demo_users import PASSWORD
 
 
 class PtyExec:
@@ -351,16 +348,6 @@ class DirRuntime(Runtime):
         return [pid for s in self.execs for pid in s.session_pids()]
 
 
-def wait_for(predicate, timeout: float = 5.0, interval: float = 0.02) -> bool:
-    """Poll ``predicate`` until true or ``timeout`` seconds passed."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return bool(predicate())
-
-
 def seed_job(
     runtime: DirRuntime,
     owner,
@@ -401,97 +388,3 @@ def seed_job(
             Pod.objects.create(task=task, name=pod_name, ordinal=ordinal, uid=dir_pod.uid, phase="Running")
         rank += replicas
     return job
-
-
-def session_cookie(user) -> str:
-    """A logged-in session for ``user`` (the value of the session cookie)."""
-    from django.conf import settings
-    from django.test import Client
-
-    client = Client()
-    client.force_login(user)
-    return client.cookies[settings.SESSION_COOKIE_NAME].value
-
-
-def ws_communicator(
-    path: str, cookie: str | None = None, origin: str | None = "http://127.0.0.1", language: str | None = None
-):
-    """A ``WebsocketCommunicator`` against the real ASGI application (Origin check, session auth); ``language``
-    is sent as the browser's Accept-Language."""
-    from channels.testing import WebsocketCommunicator
-    from django.conf import settings
-
-    headers = [(b"host", b"127.0.0.1")]
-    if origin:
-        headers.append((b"origin", origin.encode()))
-    if cookie:
-        headers.append((b"cookie", f"{settings.SESSION_COOKIE_NAME}={cookie}".encode()))
-    if language:
-        headers.append((b"accept-language", language.encode()))
-    return WebsocketCommunicator(application, path, headers=headers)
-
-
-class DemoConsole:
-    """``python -m terminal.demo`` as a subprocess (own database and DirRuntime in ``base``)."""
-
-    def __init__(self, base: Path, interval: float = 1.0, lines: int = 0) -> None:
-        import socket
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.base = Path(base)
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.runtime_root = self.base / "rt"
-        self.args = ["--dir", str(self.base), "--port", str(self.port), "--interval", str(interval)]
-        self.args += ["--lines", str(lines)]
-        self.proc: subprocess.Popen | None = None
-
-    def start(self, timeout: float = 60) -> DemoConsole:
-        import sys
-        import urllib.request
-
-        root = Path(__file__).resolve().parent.parent
-        env = {**os.environ, "DEBUG": "0", "PYTHONUNBUFFERED": "1"}
-        env.pop("DATABASE_URL", None)
-        self.log = open(self.base / "demo.log", "w")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "terminal.demo", *self.args],
-            cwd=root,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                break
-            try:
-                with urllib.request.urlopen(self.url + "/login/", timeout=2) as resp:
-                    if resp.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.3)
-        self.stop()
-        raise RuntimeError("demo console did not start:\n" + (self.base / "demo.log").read_text()[-3000:])
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        if getattr(self, "log", None):
-            self.log.close()
-
-
-def demo_login(page, url: str, user: str = "alice") -> None:
-    """Log a Playwright ``page`` in to the DemoConsole at ``url`` as ``user`` (the demo password)."""
-    page.goto(url + "/login/")
-    page.fill("input[name=username]", user)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_load_state("load")

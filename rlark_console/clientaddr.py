@@ -1,4 +1,5 @@
-"""The client's address, the one rule used by the login rate limit, the audit log and WebTerminal sessions.
+"""The client's address, the one rule used by the login rate limit, the audit log, WebTerminal sessions and the
+Origin check (the forwarded scheme).
 
 ``X-Forwarded-For`` is believed only from ``settings.RLARK_TRUSTED_PROXIES`` (IPs or CIDRs, empty by default).
 The header is read from the right: starting at the TCP peer, while the current hop is a trusted proxy, step to

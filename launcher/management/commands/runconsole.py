@@ -26,6 +26,7 @@ from django.conf import settings
 from django.core.management import get_commands
 from django.core.management.base import BaseCommand
 
+from clusters.management.commands.local_supervisor import running_pid
 from rlark_console.lifecycle import die_with_parent, reap_with_group
 
 STOP_TIMEOUT = 15.0
@@ -79,8 +80,6 @@ class Command(BaseCommand):
         def ensure_supervisor() -> None:
             """Start the local supervisor unless one is running (ours, or one left by an earlier runconsole)."""
             nonlocal sup_proc
-            from clusters.management.commands.local_supervisor import running_pid
-
             if supervisor is None or (sup_proc is not None and sup_proc.poll() is None):
                 return
             root = Path(settings.RLARK_LOCAL_ROOT)

@@ -1,4 +1,4 @@
-"""``rlark ssh <job> [worker]`` and ``rlark ssh-config`` (issue 12), for the ``rlark`` CLI (``jobs.cli``).
+"""``rlark ssh <job> [worker]`` and ``rlark ssh-config``: the ``rlark`` client's way to a Worker through the bastion.
 
 No Django here: the CLI talks to ``GET /api/v1/ssh/`` with the user's API token and runs the system's OpenSSH
 client. ``worker`` is a Worker name or its suffix (``rollout-1`` for ``<job>-rollout-1``); without it the Header.
@@ -21,13 +21,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rlark_cli.client import Client, CLIError, fail
+
 BASTION_ALIAS = "rlark-bastion"
 DEFAULT_KNOWN_HOSTS = "~/.ssh/rlark_known_hosts"
 
 
-def _targets(client, job: str = "") -> dict[str, Any]:
-    from jobs.cli import fail
-
+def _targets(client: Client, job: str = "") -> dict[str, Any]:
     status, body = client.request("GET", "ssh/" + (f"?job={job}" if job else ""))
     if status != 200 or not isinstance(body, dict):
         raise fail(status, body, f"job {job}" if job else "ssh targets")
@@ -82,9 +82,7 @@ def proxy_command(ssh: str, body: dict, known_hosts: Path, identity: str) -> str
     return " ".join(shlex.quote(arg).replace("%", "%%") for arg in hop) + " -W %h:%p"
 
 
-def cmd_ssh(client, args) -> int:
-    from jobs.cli import CLIError
-
+def cmd_ssh(client: Client, args) -> int:
     body = _targets(client, args.name)
     target = pick_worker(body["workers"], args.name, args.worker or "")
     if target is None:
@@ -125,7 +123,7 @@ def ssh_config_text(body: dict, url: str, known_hosts: Path | None = None, ident
     return "\n".join(lines)
 
 
-def cmd_ssh_config(client, args) -> int:
+def cmd_ssh_config(client: Client, args) -> int:
     body = _targets(client, args.job or "")
     known = write_known_hosts(Path(args.known_hosts).expanduser(), body.get("known_hosts") or [])
     print(f"rlark: wrote {len(body.get('known_hosts') or [])} host keys to {known}", file=sys.stderr)

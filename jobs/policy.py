@@ -1,6 +1,6 @@
 """The one permission policy for jobs, used by pages, the REST API and websocket consumers.
 
-Rule (issue: foundation/auth): admins (staff) see and act on every job; other users
+Rule: admins (staff) see and act on every job; other users
 only on their own. A job the user may not see is reported as not found (404), so
 other users' job names do not leak.
 """

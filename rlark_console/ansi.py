@@ -1,4 +1,4 @@
-"""ANSI escape sequences -> safe HTML for the Logs tab.
+"""ANSI escape sequences -> safe HTML for the Logs tab, or stripped for the logs API (``?ansi=strip``).
 
 Rule (issue 6, peers 5.2 "Escaping"): log text is untrusted. Every text segment is
 HTML-escaped *before* it is wrapped in a ``<span>``; the only markup we emit is spans whose

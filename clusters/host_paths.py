@@ -22,8 +22,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from jobs.spec import network_sidecar
-
 ALWAYS_REFUSED = ("/usr", "/etc", "/root", "/boot", "/proc", "/sys", "/var/lib", "/dev", "/bin", "/sbin", "/lib")
 MAX_ROOTS = 32
 MAX_PATH_CHARS = 1024
@@ -182,8 +180,11 @@ def demo_output_path(local_root: str, user: str, job: str) -> str:
     return os.path.join(user_roots([demo_host_path_root(local_root)], user)[0], job)
 
 
-# hostPath volumes the console itself adds (jobs.spec.network_sidecar: the TUN device of the domain sidecar)
-CONSOLE_VOLUMES = {(f"{network_sidecar.NAME}-tun", "/dev/net/tun", "CharDevice")}
+# hostPath volumes the console itself adds: the TUN device of the network domain sidecar (jobs.spec.network_sidecar
+# mounts it under this name)
+TUN_VOLUME = "rlark-net-tun"
+TUN_DEVICE = "/dev/net/tun"
+CONSOLE_VOLUMES = {(TUN_VOLUME, TUN_DEVICE, "CharDevice")}
 
 
 def workload_host_paths(workload: dict) -> list[tuple[str, str, str]]:
@@ -222,7 +223,7 @@ def check_cluster_host_paths(cluster: Any, workload: dict) -> None:
     """A runtime's last check before it writes a Task: every hostPath volume of ``workload`` is allowed by
     ``cluster`` (a ``clusters.models.Cluster``: ``allow_host_path`` and its ``host_path_roots``). Objects without
     ``host_path_roots`` (test doubles of a cluster) are checked against the always-refused paths only. Raises
-    jobs.spec.host_paths.HostPathRefused."""
+    clusters.host_paths.HostPathRefused."""
     volumes = workload_host_paths(workload)
     if not volumes:
         return

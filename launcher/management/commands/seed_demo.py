@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from clusters.host_paths import demo_host_path_root
 from clusters.models import Cluster, ImageRegistry, Node
-from jobs.spec.host_paths import demo_host_path_root
 
 DEMO_CLUSTER = "local"
 # Labels make both the demo template (1 head + 2 rollout Workers) and the RLinf

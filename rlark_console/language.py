@@ -1,8 +1,10 @@
-"""The language of a websocket's page (issue 14.7: terminal and file-transfer errors in zh and en).
+"""The language of a request or a websocket's page: ``zh-hans`` or ``en``.
 
-Channels runs no LocaleMiddleware, so a consumer picks the language as Django's does for a page: the
-``django_language`` cookie (``LANGUAGE_COOKIE_NAME``, set by the language switch), else the browser's
-``Accept-Language``, else ``LANGUAGE_CODE`` (zh-hans).
+:func:`lang` reads the active language, which LocaleMiddleware set for the request; the messages kept in
+``(zh, en)`` pairs choose with it. Channels runs no LocaleMiddleware, so :func:`scope_language` picks a websocket's
+language as Django does for a page: the ``django_language`` cookie (``LANGUAGE_COOKIE_NAME``, set by the language
+switch), else the browser's ``Accept-Language``, else ``LANGUAGE_CODE`` (zh-hans). The request body limit uses it
+too, for the message of a refused body.
 """
 
 from __future__ import annotations
@@ -30,3 +32,8 @@ def scope_language(scope: dict[str, Any]) -> str:
             except LookupError:
                 continue
     return settings.LANGUAGE_CODE
+
+
+def lang() -> str:
+    """``en`` or ``zh-hans`` from the active language (LocaleMiddleware reads the cookie or Accept-Language)."""
+    return "en" if (translation.get_language() or "").lower().startswith("en") else "zh-hans"

@@ -1,0 +1,103 @@
+"""The connection of the ``rlark`` client: configuration, HTTP requests to the console's REST API, and the
+readable failures and ``-o json|yaml`` output every command shares (stdlib ``urllib`` + PyYAML only)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CONFIG_PATH = Path("~/.config/rlark/config.yaml")
+TIMEOUT = 60
+
+
+class CLIError(Exception):
+    """A failure to report (message already readable); ``body`` is the API answer when there is one."""
+
+    def __init__(self, message: str, body: Any = None):
+        super().__init__(message)
+        self.body = body
+
+
+class Client:
+    def __init__(self, url: str, token: str, lang: str):
+        self.url = url.rstrip("/")
+        self.token = token
+        self.lang = lang
+
+    def request(self, method: str, path: str, body: bytes | None = None, content_type: str = "") -> tuple[int, Any]:
+        """-> (status, decoded JSON body or text). Raises CLIError when the server cannot be reached."""
+        headers = {"Accept": "application/json", "Accept-Language": self.lang}
+        if self.token:
+            headers["Authorization"] = f"Token {self.token}"
+        if content_type:
+            headers["Content-Type"] = content_type
+        req = urllib.request.Request(f"{self.url}/api/v1/{path.lstrip('/')}", data=body, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:
+                status, raw = resp.status, resp.read()
+        except urllib.error.HTTPError as exc:
+            status, raw = exc.code, exc.read()
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise CLIError(f"cannot reach {self.url}: {reason}")
+        text = raw.decode("utf-8", "replace")
+        try:
+            return status, json.loads(text) if text else None
+        except ValueError:
+            return status, text
+
+
+def load_config(args: argparse.Namespace) -> Client:
+    url = args.url or os.environ.get("RLARK_URL", "")
+    token = args.token or os.environ.get("RLARK_TOKEN", "")
+    path = Path(os.environ.get("RLARK_CONFIG", str(CONFIG_PATH))).expanduser()
+    if (not url or not token) and path.exists():
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise CLIError(f"cannot read {path}: {exc}")
+        if isinstance(data, dict):
+            url = url or str(data.get("url") or "")
+            token = token or str(data.get("token") or "")
+    if not url:
+        raise CLIError(f"no server: set RLARK_URL or url in {path}")
+    if not token:
+        raise CLIError(f"no token: set RLARK_TOKEN or token in {path}")
+    lang = args.lang or os.environ.get("RLARK_LANG") or os.environ.get("LANG", "")
+    return Client(url, token, "zh-hans" if lang.lower().startswith("zh") else "en")
+
+
+def emit(args: argparse.Namespace, body: Any) -> bool:
+    """Print ``body`` as JSON/YAML when ``-o`` asks for it; True when printed."""
+    if args.output == "json":
+        print(json.dumps(body, ensure_ascii=False, indent=2))
+        return True
+    if args.output == "yaml":
+        print(yaml.safe_dump(body, allow_unicode=True, sort_keys=False), end="")
+        return True
+    return False
+
+
+def problems_text(body: Any) -> str:
+    lines = []
+    if isinstance(body, dict):
+        for key, label in (("errors", "error"), ("warnings", "warning"), ("problems", "problem")):
+            for p in body.get(key) or []:
+                path = f" {p.get('path')}:" if p.get("path") else ""
+                lines.append(f"  {label} [{p.get('code')}]{path} {p.get('message')}")
+        if not lines and body.get("detail"):
+            lines.append(f"  {body['detail']}")
+    elif body:
+        lines.append(f"  {str(body)[:500]}")
+    return "\n".join(lines)
+
+
+def fail(status: int, body: Any, what: str) -> CLIError:
+    return CLIError(f"{what} failed: HTTP {status}\n{problems_text(body)}".rstrip(), body)
