@@ -79,13 +79,13 @@ images: install
 # REAL_NODES=N also joins N real nodes (kubelet + containerd, Pods as real containers on a guarded bridge; the
 # demo job needs 2). `make k8s-up-real` is REAL_NODES=2.
 k8s-up: install
-	$(PY) -m tools.k8s.controlplane up $(if $(REAL_NODES),--real-nodes $(REAL_NODES))
+	$(PY) -m tools.k8s.session up $(if $(REAL_NODES),--real-nodes $(REAL_NODES))
 
 k8s-up-real:
 	$(MAKE) k8s-up REAL_NODES=2
 
 k8s-down:
-	$(PY) -m tools.k8s.controlplane down
+	$(PY) -m tools.k8s.session down
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports

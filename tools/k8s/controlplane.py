@@ -15,9 +15,8 @@ Usage::
     cp.stop_apiserver(); cp.start_apiserver()   # an outage of one component
     cp.stop()
 
-``python -m tools.k8s.controlplane up|down|status`` is what ``make k8s-up``/``make k8s-down`` run: ``up``
-leaves the processes running in their own sessions, records them in ``<state>/state.json`` and prints the
-admin kubeconfig path on its last line.
+``make k8s-up``/``make k8s-down`` run :mod:`tools.k8s.session`, which leaves a control plane (and real nodes)
+running between commands.
 
 Errors: :class:`ControlPlaneError` when a binary is missing or a component does not become healthy in time
 (its log tail is in the message).
@@ -33,7 +32,6 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -516,125 +514,3 @@ def _kill_group(pid: int, grace: float, proc: subprocess.Popen | None = None) ->
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-
-
-# --- make k8s-up / k8s-down ----------------------------------------------------------------------------------
-
-
-def _state_dir() -> Path:
-    return Path(os.environ.get("RLARK_VAR_DIR") or HERE.parent.parent / "var") / "k8s"
-
-
-def _real_nodes_wanted(argv: list[str]) -> int:
-    """``--real-nodes N`` (or ``$REAL_NODES``): how many real nodes ``up`` joins (0 = kwok only)."""
-    if "--real-nodes" in argv:
-        return int(argv[argv.index("--real-nodes") + 1])
-    value = os.environ.get("REAL_NODES", "").strip()
-    return int(value) if value.isdigit() else 0
-
-
-def _up_real_nodes(cp: ControlPlane, count: int) -> dict:
-    """Build (when missing) and start ``count`` real nodes for ``cp``; returns their state for state.json."""
-    from tools.k8s import images, nodes
-
-    nodes.build_node_binaries()
-    built = images.build_all()
-    rn = nodes.RealNodes.start(cp, images.node_images(built), count=count)
-    print(f"{count} real node(s) Ready: {', '.join(rn.names)} on {rn.network.bridge} ({rn.network.cidr})")
-    for image in built.values():
-        print(f"  image {image.ref}")
-    return rn.to_state()
-
-
-def _down_real_nodes(state: dict) -> None:
-    from tools.k8s import nodes
-
-    server = state["server"]
-    cp = ControlPlane(bins=Path(state["bins"]), work=Path(state["work"]), api_port=int(server.rsplit(":", 1)[1]))
-    left = nodes.RealNodes.from_state(cp, state["real_nodes"]).stop()
-    if left:
-        print("could not remove: " + ", ".join(left), file=sys.stderr)
-
-
-def cli(argv: list[str]) -> int:
-    cmd = argv[0] if argv else "status"
-    state_dir = _state_dir()
-    state_file = state_dir / "state.json"
-    if cmd == "up":
-        if state_file.exists():
-            state = json.loads(state_file.read_text())
-            alive = [n for n, p in state["pids"].items() if _alive(p)]
-            if len(alive) == len(state["pids"]):
-                print(f"control plane already running at {state['server']}")
-                print(state["kubeconfig"])
-                return 0
-            cli(["down"])
-        try:
-            bins = build()
-        except ControlPlaneError as exc:
-            print(exc, file=sys.stderr)
-            return 3
-        state_dir.mkdir(parents=True, exist_ok=True)
-        state_dir.chmod(0o700)
-        work = state_dir / "run"
-        subprocess.run(["rm", "-rf", str(work)], check=False, timeout=60)
-        cp = ControlPlane.start(bins, work)
-        state = cp.state()
-        state_file.write_text(json.dumps(state, indent=1))
-        count = _real_nodes_wanted(argv)
-        if count:
-            try:
-                state["real_nodes"] = _up_real_nodes(cp, count)
-            except Exception as exc:
-                print(f"real nodes: {exc}", file=sys.stderr)
-                cli(["down"])
-                return 3
-            state_file.write_text(json.dumps(state, indent=1))
-        v = versions()
-        print(f"Kubernetes {v['KUBE_VERSION']} (etcd {v['ETCD_VERSION']}, kwok {v['KWOK_VERSION']}) at {cp.server}")
-        print("add nodes and get the console's kubeconfig:  .venv/bin/python -m tools.k8s.fleet --count 4 --gpus 8")
-        print("stop it:     make k8s-down")
-        print(cp.admin_kubeconfig)
-        return 0
-    if cmd == "down":
-        if not state_file.exists():
-            print("no control plane recorded")
-            return 0
-        state = json.loads(state_file.read_text())
-        if state.get("real_nodes"):
-            _down_real_nodes(state)
-        for name in ("kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):
-            if name in state["pids"]:
-                _kill_group(int(state["pids"][name]), 10)
-        link = Path(state["work"]) / "etcd-data"
-        if link.is_symlink():
-            subprocess.run(["rm", "-rf", str(link.resolve())], check=False, timeout=60)
-        state_file.unlink()
-        print("control plane stopped")
-        return 0
-    if cmd == "status":
-        if not state_file.exists():
-            print("not running")
-            return 1
-        state = json.loads(state_file.read_text())
-        for name, pid in state["pids"].items():
-            print(f"{name:24} pid {pid:>7}  {'running' if _alive(pid) else 'gone'}")
-        print(state["kubeconfig"])
-        return 0
-    print("usage: python -m tools.k8s.controlplane up [--real-nodes N]|down|status", file=sys.stderr)
-    return 2
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except (ProcessLookupError, ValueError):
-        return False
-    return True
-
-
-if __name__ == "__main__":
-    # Through the imported module, so that its classes (ControlPlaneError…) are the ones tools.k8s.nodes catches.
-    from tools.k8s import controlplane
-
-    sys.exit(controlplane.cli(sys.argv[1:]))

@@ -126,9 +126,9 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--prefix", default="kwok-gpu")
     parser.add_argument("--namespace", default="rlark-system", help="print a console kubeconfig for it")
     args = parser.parse_args(argv)
-    from tools.k8s.controlplane import _state_dir
+    from tools.k8s.session import state_dir  # local import: only the command line reads make k8s-up's state
 
-    state = json.loads((_state_dir() / "state.json").read_text())
+    state = json.loads((state_dir() / "state.json").read_text())
     cp = ControlPlane(bins=Path(state["bins"]), work=Path(state["work"]))
     cp.api_port = int(state["server"].rsplit(":", 1)[1])
     fleet = gpu_fleet(args.prefix, max(0, min(args.count, 5000)), args.gpus)

@@ -521,7 +521,7 @@ oom_score = 0
 
     def _drain(self, timeout: float) -> None:
         """Force-delete every Pod bound to our nodes and wait (bounded) until no container task runs."""
-        live = [n for n in self.nodes if "kubelet" in n.pids and _alive(n.pids["kubelet"]) and n.socket.exists()]
+        live = [n for n in self.nodes if "kubelet" in n.pids and pid_alive(n.pids["kubelet"]) and n.socket.exists()]
         if not live:
             return
         for node in live:
@@ -588,7 +588,8 @@ def _tail(path: Path, lines: int = 30) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (signal 0)."""
     try:
         os.kill(int(pid), 0)
     except (ProcessLookupError, ValueError):
