@@ -38,7 +38,6 @@ from tools.k8s.fleet import console_kubeconfig
 pytestmark = [pytest.mark.k8s_nodes, pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]
 
 EDGE = "real-b"
-EDGE_SELECTOR = {"rlark.io/network": "rlkn1"}  # the nodes of cluster B's bridge
 DOMAIN_CIDR = "10.100.0.0/16"
 # Ray must form (3 alive nodes) within 150 s; the Pods then stay up while the test reads their sockets.
 RUN_SCRIPT = """python - <<'PY'
@@ -70,15 +69,15 @@ PY"""
 
 @pytest.fixture(scope="module")
 def edge_nodes(real_nodes: RealCluster):
-    """Cluster B: a second control plane with two real nodes ``edge-0``, ``edge-1`` on bridge ``rlkn1`` (one Worker
-    per node: the two rollouts)."""
+    """Cluster B: a second control plane with two real nodes ``edge-0``, ``edge-1`` on a bridge of its own (the next
+    free one; one Worker per node: the two rollouts)."""
     from tools.k8s import images, nodes
 
     cp = ControlPlane.start(die_with_parent=True)
     rn = None
     try:
         rn = nodes.RealNodes.start(
-            cp, images.node_images(images.build_all()), count=2, index=1, prefix="edge", die_with_parent=True
+            cp, images.node_images(images.build_all()), count=2, prefix="edge", die_with_parent=True
         )
         yield cp, rn
     finally:
@@ -155,10 +154,12 @@ def _free_port(hosts: tuple[str, ...]) -> int:
     raise AssertionError(f"no port free on all of {hosts}")
 
 
-def cross_cluster_job(name: str, image: str, domain: str | None) -> dict:
+def cross_cluster_job(name: str, image: str, domain: str | None, edge_bridge: str) -> dict:
+    """Header on ``real-0`` (cluster A), rollout x2 on the two nodes of cluster B (their bridge's label)."""
     header = task("header", head=True, replicas=1, selector=HEADER_SELECTOR, role="Actor", image=image, cluster=CLUSTER)
     header["runScript"] = RUN_SCRIPT
-    rollout = task("rollout", head=False, replicas=2, selector=EDGE_SELECTOR, role="Rollout", image=image, cluster=EDGE)
+    selector = {"rlark.io/network": edge_bridge}
+    rollout = task("rollout", head=False, replicas=2, selector=selector, role="Rollout", image=image, cluster=EDGE)
     doc = document(name, header, rollout)
     if domain:
         doc["spec"]["domain"] = domain
@@ -179,14 +180,15 @@ def head_log(ns: KubeNamespace, pod: str) -> str:
 
 
 def test_domain_forms_one_ray_cluster_across_two_real_clusters(
-    real_nodes, real_cluster, real_namespace, edge_cluster, relay, alice
+    real_nodes, real_cluster, real_namespace, edge_nodes, edge_cluster, relay, alice
 ):
     cluster_b, ns_b = edge_cluster
     ns_a = real_namespace
     Domain.objects.create(name="d1", cidr=DOMAIN_CIDR)
     api = APIClient()
     api.force_authenticate(alice)
-    resp = api.post("/api/v1/jobs/", cross_cluster_job("xd", real_nodes.worker, "d1"), format="json")
+    doc = cross_cluster_job("xd", real_nodes.worker, "d1", edge_nodes[1].network.bridge)
+    resp = api.post("/api/v1/jobs/", doc, format="json")
     assert resp.status_code == 201, resp.content
 
     pods_a = wait_for(lambda: running(ns_a, 1), 120, "the Header Running on cluster A")
@@ -241,13 +243,13 @@ def test_domain_forms_one_ray_cluster_across_two_real_clusters(
 
 
 def test_without_the_domain_ray_does_not_form_and_the_diagnosis_names_the_cause(
-    real_nodes, real_cluster, real_namespace, edge_cluster, alice
+    real_nodes, real_cluster, real_namespace, edge_nodes, edge_cluster, alice
 ):
     _cluster_b, ns_b = edge_cluster
     ns_a = real_namespace
     api = APIClient()
     api.force_authenticate(alice)
-    doc = cross_cluster_job("nd", real_nodes.worker, None)
+    doc = cross_cluster_job("nd", real_nodes.worker, None, edge_nodes[1].network.bridge)
     doc["spec"]["tasks"][0]["env"] = [{"name": "RLARK_RAY_CHECK_TIMEOUT", "value": "20"}]
     resp = api.post("/api/v1/jobs/", doc, format="json")
     assert resp.status_code == 201, resp.content

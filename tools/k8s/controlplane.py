@@ -254,7 +254,7 @@ class ControlPlane:
         _admin_kubeconfig(cp.admin_kubeconfig, cp.server, cp.pki)
         try:
             cp._start_etcd(timeout)
-            cp.start_apiserver(timeout)
+            cp._start_apiserver_on_a_free_port(timeout)
             cp._apply_files([HERE / "crd" / f for f in sorted(os.listdir(HERE / "crd"))])
             cp._start("kube-controller-manager", cp._controller_manager_args())
             cp._start("kube-scheduler", cp._scheduler_args())
@@ -315,6 +315,19 @@ class ControlPlane:
             ],
         )
         self._wait(lambda: self._http_ok(f"{client}/health"), timeout, "etcd")
+
+    def _start_apiserver_on_a_free_port(self, timeout: float, attempts: int = 3) -> None:
+        """:meth:`start_apiserver`, again on another port when the chosen one was taken between choosing and
+        binding (another process of a busy machine; "bind: address already in use"), up to ``attempts`` times."""
+        for attempt in range(attempts):
+            try:
+                self.start_apiserver(timeout)
+                return
+            except ControlPlaneError as exc:
+                if "address already in use" not in str(exc) or attempt == attempts - 1:
+                    raise
+                self.api_port = free_port()
+                _admin_kubeconfig(self.admin_kubeconfig, self.server, self.pki)
 
     def start_apiserver(self, timeout: float = 90) -> None:
         p = self.pki

@@ -155,6 +155,19 @@ class PodNetwork:
         return left
 
 
+def claim_network() -> PodNetwork:
+    """The first network whose bridge does not exist yet, claimed by creating that bridge (``ip link add`` is
+    atomic, so two processes never get the same one: a test session, a second cluster of a test, a bench and
+    ``make k8s-up-real`` side by side). Raises :class:`HostNetError` when all :data:`MAX_NETWORKS` are taken."""
+    for index in range(MAX_NETWORKS):
+        net = PodNetwork(index)
+        if Path(f"/sys/class/net/{net.bridge}").exists():
+            continue
+        if run("ip", "link", "add", net.bridge, "type", "bridge", check=False).returncode == 0:
+            return net
+    raise HostNetError(f"all {MAX_NETWORKS} test networks (rlkn0..rlkn{MAX_NETWORKS - 1}) are in use")
+
+
 # --- what the kubelet adds to the host -------------------------------------------------------------------------
 
 KUBELET_SYSCTLS = (

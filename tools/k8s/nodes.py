@@ -6,7 +6,7 @@ What runs, per :class:`RealNodes` (one control plane; ``count`` Nodes; network `
     bridge rlkn<index>, 10.219.<64+index>.0/24, guarded   (tools/k8s/hostnet.py)
     coredns       on <.1>:53, kubernetes plugin only (headless Services, Pods); nothing is forwarded
     node-<i>:     containerd (Debian's, runc, CNI plugins from /usr/lib/cni; own root, state and socket)
-                  kubelet v<KUBE_VERSION> (cgroupfs, cgroup root /rlark-<node>; node IP <.2+i>)
+                  kubelet v<KUBE_VERSION> (cgroupfs, cgroup root /rlark-<bridge>-<node>; node IP <.2+i>)
 
 The console's Workers need one Node per Ray node of a Task (required anti-affinity on the hostname), so the
 demo job (Header x1, rollout x2) needs ``count >= 2``. Node names are ``<prefix>-<i>``; every Node gets the
@@ -48,7 +48,14 @@ from tools.k8s.controlplane import (
     free_port,
     versions,
 )
-from tools.k8s.hostnet import PodNetwork, read_sysctls, remove_kube_chains, restore_sysctls
+from tools.k8s.hostnet import (
+    HostNetError,
+    PodNetwork,
+    claim_network,
+    read_sysctls,
+    remove_kube_chains,
+    restore_sysctls,
+)
 
 NODE_BINARIES = ("kubelet", "coredns", "pause")
 HOST_BINARIES = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip", "iptables")
@@ -186,7 +193,7 @@ class RealNode:
 
     @property
     def cgroup(self) -> str:
-        return f"/rlark-{self.name}"
+        return f"/rlark-{self.state.name}"  # <bridge>-<name>: unique across control planes on one machine
 
     def ctr(self, *args: str, timeout: float = 120, check: bool = True) -> str:
         """``ctr -n k8s.io`` against this node's containerd; returns stdout. Raises NodeError when ``check``."""
@@ -253,16 +260,22 @@ class RealNodes:
         cp: ControlPlane,
         images: list[Path],
         count: int = 2,
-        index: int = 0,
+        index: int | None = None,
         prefix: str = "real",
         timeout: float = 120,
         die_with_parent: bool = False,
     ) -> RealNodes:
-        """Start the network, CoreDNS and ``count`` nodes; import ``images`` (docker-archive tars, the pause image
-        first) into each; wait until every Node is Ready. On any error everything started is stopped again."""
+        """Start the network (``index``; None: the first one free, see :func:`claim_network`), CoreDNS and ``count``
+        nodes; import ``images`` (docker-archive tars, the pause image first) into each; wait until every Node is
+        Ready. On any error everything started is stopped again."""
         missing = missing_node_prerequisites()
         if missing:
             raise NodeError(f"real nodes need: {', '.join(missing)}")
+        if index is None:  # the first free network, claimed by creating its bridge
+            try:
+                index = claim_network().index
+            except HostNetError as exc:
+                raise NodeError(str(exc)) from None
         rn = cls(cp=cp, count=count, index=index, prefix=prefix, die_with_parent=die_with_parent)
         rn.sysctls = read_sysctls()
         try:
