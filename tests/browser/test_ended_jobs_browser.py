@@ -1,6 +1,6 @@
 """Browser (issue 14.9, 14.3, 14.7): what a user sees once a job has ended, in zh and en -- a failed job's page
 (headline once, the stored failure message in the page's language, 0 ready, "Ran for"), a succeeded job's Workers
-(Completed, not Stopped) and the jobs list (bar = counts). Screenshots go to /work/notes/shots/day/."""
+(Completed, not Stopped) and the jobs list (bar = counts). Screenshots go to test-artifacts/."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.test_wizard_browser import login
+from tests.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
-SHOTS = "/work/notes/shots/day"
+SHOTS = ARTIFACTS
 
 SETUP = """
 from datetime import timedelta

@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.test_wizard_browser import login
+from tests.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 PAGES = [
@@ -41,6 +42,4 @@ def test_no_404_favicon_user_once_no_internal_references(console_server, page, l
     assert text.split()[0] == "admin" and text.count("admin") == 1, text
     expect(who).to_contain_text("Administrator" if lang == "en" else "管理员")
     assert page.locator("link[rel=icon]").count() == 1
-    page.screenshot(
-        path=f"/work/notes/shots/day/header-{lang}.png", clip={"x": 0, "y": 0, "width": 1440, "height": 120}
-    )
+    page.screenshot(path=str(ARTIFACTS / f"header-{lang}.png"), clip={"x": 0, "y": 0, "width": 1440, "height": 120})

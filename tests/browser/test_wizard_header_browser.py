@@ -10,9 +10,10 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.test_wizard_browser import at_step, login
+from tests.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
-SHOTS = "/work/notes/shots/day"
+SHOTS = ARTIFACTS
 
 
 def _multi_worker_rollout(page, server) -> None:
