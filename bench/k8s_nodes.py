@@ -58,7 +58,7 @@ import yaml  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
-from bench.quick import quick_defaults, wait_for  # noqa: E402
+from bench.quick import pct, quick_defaults, wait_for  # noqa: E402
 from tools.k8s.controlplane import ControlPlane, missing_binaries  # noqa: E402
 from tools.k8s.fleet import console_kubeconfig  # noqa: E402
 
@@ -177,11 +177,6 @@ def console_round(api, cp: ControlPlane, rn, image: str, i: int) -> tuple[float,
 LIVE = "bench-live"
 LIVE_POD = f"{LIVE}-header-0"
 KEYS = 60
-
-
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
 def live_job(api, cp: ControlPlane, image: str) -> None:

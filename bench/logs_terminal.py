@@ -42,7 +42,7 @@ import django  # noqa: E402
 
 django.setup()  # terminal.demo_runtime loads the models (the demo console itself is a subprocess)
 
-from bench.quick import quick_requested  # noqa: E402
+from bench.quick import pct, quick_requested  # noqa: E402
 from terminal.demo import NS, PASSWORD  # noqa: E402
 from terminal.demo_runtime import DirPod, DirRuntime, PtyExec  # noqa: E402
 from tests.terminal_support import DemoConsole  # noqa: E402
@@ -51,11 +51,6 @@ POD = "demo-actor-1"
 QUICK = quick_requested()  # --quick / RLARK_BENCH_QUICK=1: fewer rounds and keys, same paths
 ROUNDS = 6 if QUICK else 30
 KEYS = 40 if QUICK else 200
-
-
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
 def login(base: str) -> str:

@@ -77,3 +77,9 @@ def start_local_console(tmp: Path) -> subprocess.Popen:
             raise RuntimeError("the local supervisor did not start")
         time.sleep(0.1)
     return sup
+
+
+def pct(values: list[float], p: float) -> float:
+    """The ``p``-th percentile of ``values`` (the nearest index of the sorted list). Shared by the bench scripts."""
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
