@@ -98,16 +98,7 @@ def real_namespace(real_nodes, tmp_path, request):
         "delete", "clusterrole,clusterrolebinding", f"rlark-console-nodes-{name}", "--ignore-not-found"
     )
     # nothing of this test may keep running on the nodes
-    wait_for(lambda: not _namespace_containers(real_nodes, name), 90, f"no container of {name} left")
-
-
-def _namespace_containers(real: RealCluster, namespace: str) -> list[str]:
-    """Containers (sandboxes included) on the real nodes that belong to Pods of ``namespace``."""
-    out = []
-    for node in real.nodes.nodes:
-        listing = node.ctr("containers", "ls", "labels.io.kubernetes.pod.namespace==" + namespace, timeout=30)
-        out += [line.split()[0] for line in listing.splitlines()[1:] if line.strip()]
-    return out
+    wait_for(lambda: not namespace_containers(real_nodes.nodes, name), 90, f"no container of {name} left")
 
 
 @pytest.fixture(autouse=True)
@@ -145,9 +136,14 @@ def real_cluster(real_nodes, real_namespace, settings, tmp_path, admin_user, db)
     return cluster
 
 
-def namespace_containers(real: RealCluster, namespace: str) -> list[str]:
-    """IDs of the containers of ``namespace``'s Pods still in the nodes' containerd (``ctr -n k8s.io``)."""
-    return _namespace_containers(real, namespace)
+def namespace_containers(rn, namespace: str) -> list[str]:
+    """IDs of the containers (sandboxes included) of ``namespace``'s Pods still in the containerd of real nodes
+    ``rn`` (a ``tools.k8s.nodes.RealNodes``; ``ctr -n k8s.io``)."""
+    out = []
+    for node in rn.nodes:
+        listing = node.ctr("containers", "ls", "labels.io.kubernetes.pod.namespace==" + namespace, timeout=30)
+        out += [line.split()[0] for line in listing.splitlines()[1:] if line.strip()]
+    return out
 
 
 # On a failure, attach the test namespace's events and Pods (the hook of tests/k8s_real, for this directory too).

@@ -74,7 +74,7 @@ def test_demo_job_forms_ray_on_real_pods_and_succeeds(real_nodes, real_cluster, 
     # delete: nothing of the job stays in the namespace or in the nodes' containerd
     assert api.delete("/api/v1/jobs/demo-ok/").status_code in (200, 202, 204)
     wait_for(lambda: not ns.names("statefulsets") and not ns.pods(), 90, "the job's objects gone")
-    wait_for(lambda: not namespace_containers(real_nodes, ns.name), 90, "no container of the job on the nodes")
+    wait_for(lambda: not namespace_containers(real_nodes.nodes, ns.name), 90, "no container of the job on the nodes")
 
 
 def test_demo_job_fails_on_exit_3_naming_the_header(real_nodes, real_cluster, real_namespace, alice):

@@ -109,12 +109,7 @@ def edge_cluster(edge_nodes, real_nodes, real_cluster, real_namespace, tmp_path,
     cluster.save(update_fields=["network_agent_image"])
     yield cluster, ns
     discard_namespace(cp, ns.name)
-    wait_for(lambda: not namespace_containers(_edge(edge_nodes), ns.name), 90, f"no container of {ns.name} left")
-
-
-def _edge(edge_nodes) -> RealCluster:
-    cp, rn = edge_nodes
-    return RealCluster(cp=cp, nodes=rn, worker="", netagent="")
+    wait_for(lambda: not namespace_containers(edge_nodes[1], ns.name), 90, f"no container of {ns.name} left")
 
 
 @pytest.fixture

@@ -129,12 +129,12 @@ async def test_web_terminal_in_a_real_container_reports_the_exit_code(live_job, 
 
 
 def test_stop_leaves_no_container_on_the_nodes_and_start_brings_them_back(live_job, real_nodes, real_namespace):
-    assert len(namespace_containers(real_nodes, real_namespace.name)) >= 4  # 2 sandboxes + 2 main containers
+    assert len(namespace_containers(real_nodes.nodes, real_namespace.name)) >= 4  # 2 sandboxes + 2 main containers
     assert live_job.post(f"/api/v1/jobs/{JOB}/stop/").status_code == 200
     wait_for(lambda: real_namespace.pods() == {}, 90, "Pods gone after Stop")
-    wait_for(lambda: not namespace_containers(real_nodes, real_namespace.name), 90, "no container in containerd")
+    wait_for(lambda: not namespace_containers(real_nodes.nodes, real_namespace.name), 90, "no container in containerd")
     synced(JOB, lambda j: j.phase == "Stopped", 30, "job Stopped")
 
     assert live_job.post(f"/api/v1/jobs/{JOB}/start/").status_code == 200
     wait_for(lambda: running(real_namespace, 2), 120, "2 real Pods Running again")
-    wait_for(lambda: len(namespace_containers(real_nodes, real_namespace.name)) >= 4, 60, "containers back")
+    wait_for(lambda: len(namespace_containers(real_nodes.nodes, real_namespace.name)) >= 4, 60, "containers back")
