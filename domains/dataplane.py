@@ -26,7 +26,7 @@ from clusters.runtime.local.netns import CONSOLE_ADDRESS
 from clusters.runtime.registry import runtime_for
 from domains import certs
 from domains.models import Domain, IPAllocation
-from jobs.spec import network_sidecar
+from jobs.jobspec import network_sidecar
 
 log = logging.getLogger("rlark.domains")
 FIELD_MANAGER = "rlark-console-domains"
@@ -91,7 +91,7 @@ def public_relay_host() -> str:
 def kubernetes_secrets(members: dict[str, dict[str, Any]], namespace: str) -> dict[str, dict[str, str]]:
     """``{secret name: data}`` for one Kubernetes cluster's members: per Pod ``<pod>.json`` (the agent's config,
     paths under ``/rlark/net``, hosts file ``/etc/hosts``), ``<pod>.key`` and ``<pod>-cert.pub``, base64; the
-    Secret of each Pod's Task (``jobs.spec.network_sidecar``)."""
+    Secret of each Pod's Task (``jobs.jobspec.network_sidecar``)."""
     out: dict[str, dict[str, str]] = defaultdict(dict)
     relay = {"host": public_relay_host(), "port": int(os.environ.get("RLARK_DOMAIN_RELAY_PUBLIC_PORT") or relay_port())}
     for pod, m in sorted(members.items()):

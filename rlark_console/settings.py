@@ -272,7 +272,7 @@ LOGGING = {
     },
 }
 
-# Log archive (jobs.services.log_archive): per-job cap on the compressed logs kept after Stop/Delete
+# Log archive (jobs.control.log_archive): per-job cap on the compressed logs kept after Stop/Delete
 # (a job's own ``log_archive_max_bytes``, set by an admin, wins), and how long a deleted job's logs stay.
 RLARK_LOG_ARCHIVE_MAX_BYTES = int(os.environ.get("RLARK_LOG_ARCHIVE_MAX_BYTES", str(256 * 2**20)))
 RLARK_LOG_ARCHIVE_RETENTION_DAYS = float(os.environ.get("RLARK_LOG_ARCHIVE_RETENTION_DAYS", "30"))
@@ -295,7 +295,7 @@ RLARK_K8S_READ_TIMEOUT = float(os.environ.get("RLARK_K8S_READ_TIMEOUT", "15"))
 RLARK_CLUSTER_SYNC_DEADLINE = float(os.environ.get("RLARK_CLUSTER_SYNC_DEADLINE", "5"))
 RLARK_LOG_PROBE_INTERVAL = float(os.environ.get("RLARK_LOG_PROBE_INTERVAL", "30"))
 # Seconds the Diagnosis tab and the Run check show a Worker's stored log scan before reading its log again
-# (in the background; jobs.services.log_scans, issue 18).
+# (in the background; jobs.observe.log_scans, issue 18).
 RLARK_LOG_SCAN_MAX_AGE = float(os.environ.get("RLARK_LOG_SCAN_MAX_AGE", "10"))
 RLARK_LOG_PROBES_PER_CYCLE = int(os.environ.get("RLARK_LOG_PROBES_PER_CYCLE", "100"))
 RLARK_REQUEST_CPU_SECONDS = float(os.environ.get("RLARK_REQUEST_CPU_SECONDS", "5"))  # 0: no budget

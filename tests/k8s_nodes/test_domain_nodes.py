@@ -25,7 +25,7 @@ from rest_framework.test import APIClient
 
 from domains import dataplane
 from domains.models import Domain
-from jobs.spec import network_sidecar
+from jobs.jobspec import network_sidecar
 from rlark_console.db_threads import in_thread
 from tests.domains.support import RelayThread
 from tests.k8s_nodes.conftest import CLUSTER, RealCluster, namespace_containers, stop_all

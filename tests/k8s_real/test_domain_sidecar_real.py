@@ -12,7 +12,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from domains.models import Domain
-from jobs.spec import network_sidecar
+from jobs.jobspec import network_sidecar
 from tests.k8s_real.conftest import wait_for
 from tests.k8s_real.jobs import document, running, synced, task
 
