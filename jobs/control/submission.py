@@ -20,6 +20,7 @@ from accounts.audit import record
 from clusters.runtime.local import tenancy
 from jobs import policy
 from jobs.control import controller
+from jobs.control import tenancy as local_occupants
 from jobs.jobspec.document import (
     DISPLAY_NAME,
     RESTARTED_AT,
@@ -106,7 +107,7 @@ def _single_user_problems(document: dict, user, exclude_job: Job | None) -> list
         if isinstance(t, dict) and isinstance(t.get("cluster"), str) and t["cluster"]:
             first.setdefault(t["cluster"], i)
     for name, i in first.items():
-        others = tenancy.occupants(name, user, exclude_job=exclude_job)
+        others = local_occupants.occupants(name, user, exclude_job=exclude_job)
         if others:
             params = {"cluster": name, "users": ", ".join(others)}
             problems.append(Problem(f"spec.tasks[{i}].cluster", "local_cluster_single_user", params))
