@@ -279,7 +279,7 @@ def seed_jobs(owner, solos: list[tuple[str, int, str]], clusters: int) -> None:
     # reading each response: _apply releases its connection unread, and back-to-back applies then read the previous
     # body as the next status line (http.client BadStatusLine -> "connection failed"), see the report.
     from clusters.runtime.kubernetes.client import api_client_for
-    from clusters.runtime.kubernetes.runtime import APPLY, FIELD_MANAGER
+    from clusters.runtime.kubernetes.workloads import APPLY, FIELD_MANAGER
 
     for name, cluster in by_name.items():
         api = api_client_for(cluster)

@@ -1,6 +1,6 @@
-"""Benchmarks of the status sync on the fake Kubernetes API server (issues 5 and 11).
+"""Benchmarks of the status sync on the fake Kubernetes API server: the job sync and the node sync.
 
-``jobs`` (issue 11): 1,000 active jobs / 3,000 Pods (header + 2 rollout Workers each) on one cluster, ideally on
+``jobs``: 1,000 active jobs / 3,000 Pods (header + 2 rollout Workers each) on one cluster, ideally on
 PostgreSQL (``DATABASE_URL``). Prints the first cycle (every Pod row created), a steady cycle with nothing changed
 (time, DB queries, runtime calls), a cycle that reads every running header's new log lines (what a targeted or
 forced sync does; the periodic sync spreads these reads over ``RLARK_LOG_PROBE_INTERVAL``) and a cycle where every
@@ -10,7 +10,7 @@ the jobs to show it does not grow with them. Goals: steady <= 1 s and <= 20 quer
 The fake API server runs in a process of its own (``tests.fake_k8s.process``), as a real API server does: in a
 thread of this process (``--fake thread``) its JSON encoding would share the console's GIL and be timed with it.
 
-``nodes`` (issue 5): one node-sync cycle, 5 clusters x 200 pods: time, ratio to the raw lists, queries with 1x and
+``nodes``: one node-sync cycle, 5 clusters x 200 pods: time, ratio to the raw lists, queries with 1x and
 2x pods. Target: ratio <= 2, queries independent of the pod count.
 
 ``RLARK_BENCH_PROFILE=1`` prints a cProfile (by own time) of one steady cycle to stderr.
@@ -239,7 +239,7 @@ def job_bench(jobs: int, rounds: int, where: str = "process") -> None:
 
     from clusters.models import Cluster
     from clusters.runtime.kubernetes import KubernetesRuntime
-    from clusters.runtime.kubernetes.runtime import JOB_LABEL
+    from clusters.runtime.kubernetes.parse import JOB_LABEL
     from jobs.models import Job
     from jobs.observe import sync
 
@@ -255,7 +255,7 @@ def job_bench(jobs: int, rounds: int, where: str = "process") -> None:
 
         def raw_cycle() -> None:
             runtime.list_nodes_raw()
-            runtime._json(runtime.core.list_namespaced_pod, NS, label_selector=JOB_LABEL, what="pods")
+            runtime.kube.read_json(runtime.kube.core.list_namespaced_pod, NS, label_selector=JOB_LABEL, what="pods")
 
         def cycle(force: bool = False) -> tuple[float, int, dict]:
             with CaptureQueriesContext(connection) as ctx:
