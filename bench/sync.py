@@ -1,4 +1,4 @@
-"""Benchmarks of the status sync on the fake Kubernetes API server: the job sync and the node sync.
+"""Benchmarks of the status sync on the fake Kubernetes API server.
 
 ``jobs``: 1,000 active jobs / 3,000 Pods (header + 2 rollout Workers each) on one cluster, ideally on
 PostgreSQL (``DATABASE_URL``). Prints the first cycle (every Pod row created), a steady cycle with nothing changed

@@ -293,7 +293,7 @@ class LocalRuntime(Runtime):
     def pod_metrics(self, namespace: str, job: str) -> dict[str, dict[str, float]] | None:
         return self._call("pod_metrics", job=job)
 
-    # ---- what the cluster has (namespaces, storage classes) --------------------------------
+    # ---- what the cluster has ------------------------------------------------------------------
     def list_namespaces(self) -> list[str]:
         """The namespaces of the Tasks the supervisor runs for this cluster (stopped ones included)."""
         return list(self._call("list_namespaces") or [])
@@ -312,7 +312,7 @@ class LocalRuntime(Runtime):
             out.append(StorageClassInfo(name=d.name, provisioner="rlark.io/local-directory", claims=claims))
         return out
 
-    # ---- per-cluster calls of the status sync -----------------------------------------------
+    # ---- per-cluster calls of the status sync --------------------------------------------------
     def prepare_for_thread(self) -> None:
         if self._nodes is None:
             self._nodes = self._node_specs()  # the virtual nodes come from the database
