@@ -35,12 +35,13 @@ Errors: :class:`NetworkError` with the failing ``ip`` command's message.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 from pathlib import Path
+
+from clusters.runtime.local.host_locks import try_lock
 
 PREFIX = "rlark-"
 CONSOLE_ADDRESS = "100.127.255.1"
@@ -56,14 +57,7 @@ def lock_index(index: int) -> int | None:
     """Claim network index ``index`` (1..253) across every supervisor on this host: an exclusive ``flock`` on
     ``/run/rlark-networks/<index>.lock``, held while the network exists and released if the process dies. Returns
     the descriptor, or None when another supervisor holds it."""
-    NET_LOCK_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(NET_LOCK_DIR / f"{int(index)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
+    return try_lock(NET_LOCK_DIR, f"{int(index)}.lock", 0o700, 0o600)
 
 
 def job_network_key(cluster: str, job: str) -> str:

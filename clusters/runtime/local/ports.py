@@ -13,12 +13,13 @@ listen), 4 metrics export, 5 runtime env agent, 6 Ray client server (head), 7 da
 
 from __future__ import annotations
 
-import fcntl
 import math
 import os
 import socket
 from pathlib import Path
 from typing import Any
+
+from clusters.runtime.local.host_locks import try_lock
 
 PORT_RANGE = (
     int(os.environ.get("RLARK_LOCAL_PORT_MIN", "20000")),
@@ -50,12 +51,8 @@ class PortBlocks:
         """Claim the block ``base`` across every supervisor on this host; False when another one holds it."""
         if base in self.locks:
             return True
-        PORT_LOCK_DIR.mkdir(mode=0o777, parents=True, exist_ok=True)
-        fd = os.open(PORT_LOCK_DIR / f"{base}.lock", os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
+        fd = try_lock(PORT_LOCK_DIR, f"{base}.lock", 0o777, 0o666)
+        if fd is None:
             return False
         self.locks[base] = fd
         return True
