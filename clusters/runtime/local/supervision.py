@@ -52,17 +52,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import rlark_config
 from clusters import host_paths
 from clusters.runtime.local import domain_members, idmap, launcher, netns, ray_auth, scheduling
 
 log = logging.getLogger("rlark.local_supervisor")
 
-PORT_RANGE = (
-    int(os.environ.get("RLARK_LOCAL_PORT_MIN", "20000")),
-    int(os.environ.get("RLARK_LOCAL_PORT_MAX", "32000")),
-)
+PORT_RANGE = (rlark_config.current().local_port_min, rlark_config.current().local_port_max)
 PORT_BLOCK = 64
-BACKOFF_BASE = float(os.environ.get("RLARK_LOCAL_BACKOFF_BASE", "10"))
+BACKOFF_BASE = rlark_config.current().local_backoff_base
 BACKOFF_MAX = 300.0
 BACKOFF_RESET = 600.0
 TICK = 0.5
@@ -71,7 +69,7 @@ SCRIPTS_VOLUME = "rlark-scripts"
 # container is restarted in place with this reason (``last_reason`` of the new instance, issue 16 point 4).
 RUNTIME_RESTARTED = "RuntimeRestarted"
 RUNTIME_RESTARTED_MESSAGE = "the local runtime restarted"
-PORT_LOCK_DIR = Path(os.environ.get("RLARK_LOCAL_PORT_LOCKS", "/tmp/rlark-local-ports"))
+PORT_LOCK_DIR = rlark_config.current().local_port_locks
 
 
 def now_iso() -> str:
@@ -116,7 +114,7 @@ class Supervisor:
     def __init__(self, root: Path, stop_grace: float | None = None) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.stop_grace = float(stop_grace if stop_grace is not None else os.environ.get("RLARK_LOCAL_STOP_GRACE", "5"))
+        self.stop_grace = float(stop_grace if stop_grace is not None else rlark_config.current().local_stop_grace)
         self.lock = threading.RLock()
         self.wake = threading.Event()
         self.stopping = threading.Event()
@@ -147,8 +145,8 @@ class Supervisor:
                 log.error("%s; no Worker will start", exc)
         # Every job in a network of its own (netns.py), unless RLARK_LOCAL_JOB_NETWORKS=0 or this supervisor cannot
         # make one (not root): then the local cluster is single-user (clusters.services.local_tenancy).
-        self.job_networks = os.environ.get("RLARK_LOCAL_JOB_NETWORKS", "1") != "0" and netns.available()[0]
-        extra = [p for p in os.environ.get("RLARK_LOCAL_HIDE", "").split(os.pathsep) if p]
+        self.job_networks = rlark_config.current().local_job_networks and netns.available()[0]
+        extra = rlark_config.current().local_hide
         self.hidden = launcher.hidden_roots([self.root, *extra])
         self._load()
 
@@ -257,11 +255,11 @@ class Supervisor:
             f"--runtime-env-agent-port={base + 5}",
             f"--min-worker-port={base + 16}",
             f"--max-worker-port={base + PORT_BLOCK - 1}",
-            f"--object-store-memory={int(os.environ.get('RLARK_LOCAL_OBJECT_STORE_BYTES', 128 * 2**20))}",
+            f"--object-store-memory={rlark_config.current().local_object_store_bytes}",
         ]
         if head:
             args.append(f"--ray-client-server-port={base + 6}")
-            if os.environ.get("RLARK_LOCAL_RAY_DASHBOARD") == "1":
+            if rlark_config.current().local_ray_dashboard:
                 args += ["--include-dashboard=true", f"--dashboard-port={base + 7}"]
             else:
                 args.append("--include-dashboard=false")
@@ -905,7 +903,7 @@ class Supervisor:
     def published_ports(self) -> list[int]:
         """The console's ports a Worker may open at ``netns.CONSOLE_ADDRESS``: the network-domain relay, as this
         supervisor's environment names it and as every domain membership the console sent names it."""
-        ports = {int(os.environ.get("RLARK_DOMAIN_RELAY_PORT", "2223"))}
+        ports = {rlark_config.current().domain_relay_port}
         for member in self.state.get("domains", {}).values():
             port = (member.get("relay") or {}).get("port")
             if port:
