@@ -58,7 +58,7 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 
 from bench.quick import quick_defaults  # noqa: E402
-from jobs.services.worker_logs import PARALLEL  # noqa: E402  (the page's reads in flight)
+from jobs.observe.worker_logs import PARALLEL  # noqa: E402  (the page's reads in flight)
 from tests.fake_k8s import FakeKubernetes  # noqa: E402
 from tests.fake_k8s.process import add_fake_option, start_fake, where_text  # noqa: E402
 
@@ -283,7 +283,7 @@ def background_refresh(fake: FakeKubernetes, job, rounds: int) -> tuple[float, i
     from django.utils import timezone
 
     from jobs.models import PodLogScan
-    from jobs.services import log_scans
+    from jobs.observe import log_scans
 
     times = []
     for _ in range(rounds):

@@ -5,7 +5,7 @@ Starts the control plane of ``tools/k8s`` with two real nodes (``tools/k8s/nodes
 images from ``tools/k8s/images.py``), then runs the demo's shape (Header x1, rollout x2, image ``rlark-worker``)
 ``--rounds`` times each way and prints the medians:
 
-1. ``kubectl apply --server-side`` of the console's own objects (``jobs.spec.manifests.build_task_manifests``)
+1. ``kubectl apply --server-side`` of the console's own objects (``jobs.jobspec.manifests.build_task_manifests``)
    into namespace ``bench-raw``; Running = the three Pods Running (polled with ``kubectl get``); Ray formed = the
    Header's log (``kubectl logs``) shows ``Ray cluster is ready``;
 2. the console: ``POST /api/v1/jobs/`` in-process (DRF's APIClient, Celery eager), then forced sync cycles until
@@ -127,7 +127,7 @@ def no_containers(rn, namespace: str) -> bool:
 
 
 def raw_round(cp: ControlPlane, rn, image: str, i: int) -> tuple[float, float]:
-    from jobs.spec.manifests import build_task_manifests
+    from jobs.jobspec.manifests import build_task_manifests
 
     name = f"raw-{i}"
     clusters = {CLUSTER: SimpleNamespace(name=CLUSTER, namespace=RAW_NAMESPACE)}
@@ -148,7 +148,7 @@ def raw_round(cp: ControlPlane, rn, image: str, i: int) -> tuple[float, float]:
 
 def console_round(api, cp: ControlPlane, rn, image: str, i: int) -> tuple[float, float]:
     from jobs.models import Job
-    from jobs.services.sync import sync_all_clusters
+    from jobs.observe.sync import sync_all_clusters
 
     name = f"console-{i}"
     t0 = time.monotonic()

@@ -10,9 +10,9 @@ Nodes), ``--nodes`` kwok GPU nodes in all (8 GPUs each), registers one console c
    Rollout Workers, 4 GPUs each): the console (``POST /api/v1/jobs/`` in-process through DRF's APIClient with
    Celery eager, so each POST applies its manifests at once; then forced sync cycles until the console's own
    status shows every Worker Running) against a plain ``kubectl apply --server-side`` of the same objects (the
-   console's own ``jobs.spec.manifests.build_task_manifests``) into namespace ``bench-raw``, polled with list
+   console's own ``jobs.jobspec.manifests.build_task_manifests``) into namespace ``bench-raw``, polled with list
    calls; both as seen by the caller and from the Pods' own Ready transition times;
-2. one periodic sync cycle of all clusters (``jobs.services.sync.sync_all_clusters()``, nothing changed)
+2. one periodic sync cycle of all clusters (``jobs.observe.sync.sync_all_clusters()``, nothing changed)
    against the raw list calls of the same objects through the official client, JSON decoded (per cluster:
    nodes, Pods and StatefulSets of the console's namespace), as a ratio; at ``--jobs`` active jobs and again
    at ``--big`` active jobs (the extra jobs are single-Worker Header-only jobs pinned to one node each by
@@ -239,9 +239,9 @@ def seed_jobs(owner, solos: list[tuple[str, int, str]], clusters: int) -> None:
     import kubernetes
 
     from clusters.models import Cluster
+    from jobs.control import controller
+    from jobs.jobspec.document import clean, display_name, normalize
     from jobs.models import Job, Task
-    from jobs.services import controller
-    from jobs.spec.document import clean, display_name, normalize
 
     by_name = {c.name: c for c in Cluster.objects.all()}
     manifests: dict[str, list] = {name: [] for name in by_name}
@@ -371,7 +371,7 @@ def main() -> None:
         log(f"{sum(len(s) for s in fleet)} nodes Ready")
 
         # --- (1a) plain kubectl apply of the console's own manifests -------------------------------------------
-        from jobs.spec.manifests import build_task_manifests
+        from jobs.jobspec.manifests import build_task_manifests
 
         raw_clusters = {
             f"bench-{i}": SimpleNamespace(name=f"bench-{i}", namespace=RAW_NAMESPACE) for i in range(args.clusters)
@@ -439,7 +439,7 @@ def main() -> None:
 
         from clusters.models import Cluster, Node
         from jobs.models import Job, Pod
-        from jobs.services.sync import sync_all_clusters
+        from jobs.observe.sync import sync_all_clusters
 
         def cluster_states() -> str:
             return "; ".join(f"{c.name}: {c.status} {c.status_message}" for c in Cluster.objects.order_by("name"))

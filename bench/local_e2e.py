@@ -50,8 +50,8 @@ def main() -> int:
     from clusters.host_paths import demo_output_path
     from clusters.models import Cluster
     from clusters.runtime.registry import get_runtime
-    from jobs.services import controller
-    from jobs.services.submission import create_job
+    from jobs.control import controller
+    from jobs.control.submission import create_job
 
     result = 1
     try:

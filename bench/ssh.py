@@ -118,8 +118,8 @@ def start_console(tmp: Path, public_key: str, timeout: float) -> tuple[str, Call
     import yaml
     from django.contrib.auth import get_user_model
 
-    from jobs.services import controller
-    from jobs.services.submission import create_job
+    from jobs.control import controller
+    from jobs.control.submission import create_job
     from sshgate import access
     from sshgate.server import serve_in_thread
     from sshkeys.services import add_key

@@ -241,7 +241,7 @@ def job_bench(jobs: int, rounds: int, where: str = "process") -> None:
     from clusters.runtime.kubernetes import KubernetesRuntime
     from clusters.runtime.kubernetes.runtime import JOB_LABEL
     from jobs.models import Job
-    from jobs.services import sync
+    from jobs.observe import sync
 
     fake = start_fake(where, token="bench-jobs")
     try:

@@ -24,9 +24,9 @@ django.setup()  # the validator reads settings (limits, locale) and model choice
 import yaml  # noqa: E402
 
 from bench.quick import quick_defaults  # noqa: E402
-from jobs.spec.document import normalize, render_yaml  # noqa: E402
-from jobs.spec.inventory import ClusterInfo, Inventory, NodeInfo, SSHKeyInfo  # noqa: E402
-from jobs.spec.validator import validate  # noqa: E402
+from jobs.jobspec.document import normalize, render_yaml  # noqa: E402
+from jobs.jobspec.inventory import ClusterInfo, Inventory, NodeInfo, SSHKeyInfo  # noqa: E402
+from jobs.jobspec.validator import validate  # noqa: E402
 
 GiB = 2**30
 

@@ -3,7 +3,7 @@
 Starts one control plane of ``tools/k8s`` (etcd, kube-apiserver, controller-manager, scheduler, kwok on
 127.0.0.1) with two kwok nodes, registers it as a console cluster through ``POST /api/v1/clusters/`` with the
 ``rlark-console`` ServiceAccount of ``deploy/rbac.yaml``, submits a one-Worker job and runs the console's watcher
-(``jobs.services.watcher.Watcher``, no periodic sync). Then, ``--rounds`` times, deletes the Header Pod (its
+(``jobs.observe.watcher.Watcher``, no periodic sync). Then, ``--rounds`` times, deletes the Header Pod (its
 StatefulSet controller re-creates it with a new UID) and measures, from the delete call:
 
 - **console**: until the job's stored status (the rows ``GET /api/v1/jobs/<name>/`` serves) holds the new UID;
@@ -107,7 +107,7 @@ def main() -> None:
     from rest_framework.test import APIClient
 
     from jobs.models import Pod
-    from jobs.services.watcher import Dispatcher, Watcher
+    from jobs.observe.watcher import Dispatcher, Watcher
     from tests.k8s_real.jobs import document, task
 
     setup_test_environment()

@@ -30,7 +30,7 @@ _SAFE_USER = re.compile(r"[^A-Za-z0-9_.@+-]")
 
 
 class HostPathRefused(ValueError):
-    """A hostPath the rule refuses. ``code`` is a message code of ``jobs.spec.messages`` (``host_path_*``),
+    """A hostPath the rule refuses. ``code`` is a message code of ``jobs.jobspec.messages`` (``host_path_*``),
     ``params`` its parameters (``path``, ``roots`` or ``protected``)."""
 
     def __init__(self, code: str, **params: str) -> None:
@@ -180,7 +180,7 @@ def demo_output_path(local_root: str, user: str, job: str) -> str:
     return os.path.join(user_roots([demo_host_path_root(local_root)], user)[0], job)
 
 
-# hostPath volumes the console itself adds: the TUN device of the network domain sidecar (jobs.spec.network_sidecar
+# hostPath volumes the console itself adds: the TUN device of the network domain sidecar (domains.sidecar
 # mounts it under this name)
 TUN_VOLUME = "rlark-net-tun"
 TUN_DEVICE = "/dev/net/tun"

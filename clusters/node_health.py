@@ -6,7 +6,7 @@
   (object, reason) keeping the latest count, time and message; any older than :data:`RETENTION` (1 h) dropped;
   newest first, at most :data:`MAX_EVENTS` (50) per node.
 - :func:`problems` names what is wrong with a node: a pressure condition that is ``True``, a NetworkUnavailable
-  ``True``, or Ready not ``True``. Used by the back office and by job Diagnosis (``jobs.services.node_findings``).
+  ``True``, or Ready not ``True``. Used by the back office and by job Diagnosis (``jobs.observe.node_findings``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Kubernetes: each Task carries a Secret ``<task>-ray-auth`` (key ``token``, label
 ``extra_objects``, deleted with the Task; the ``main`` container gets ``RAY_AUTH_TOKEN`` from it via
 ``secretKeyRef``. The local runtime takes the token out of that Secret and gives it to the Workers as a file
 (``clusters.runtime.local.ray_auth``). The token is never part of the Job's document, the workload, the pages or
-the logs (:func:`jobs.spec.manifests.redacted` hides Secret data).
+the logs (:func:`jobs.jobspec.manifests.redacted` hides Secret data).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ these labels says so:
 System nodes are hidden from the console's nodes list, the API's default listing, cluster totals and GPU sums,
 and the job validator's selector matching and replica counts skip them. ``Node.system`` stores the result at
 sync time so listings filter in the database; everything that only has labels calls :func:`is_system_node`.
-Pure function: no Django imports, so ``jobs.spec`` (database-free) may use it.
+Pure function: no Django imports, so ``jobs.jobspec`` (database-free) may use it.
 """
 
 from __future__ import annotations

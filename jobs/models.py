@@ -46,7 +46,7 @@ class Job(models.Model):
     observed_generation = models.PositiveIntegerField(_("observed generation"), default=0)
     rlinf_config = models.TextField(_("attached RLinf config"), blank=True)
     run_check = models.JSONField(_("run check settings"), default=dict, blank=True)
-    # Set by an admin (Django admin); empty = settings.RLARK_LOG_ARCHIVE_MAX_BYTES (jobs.services.log_archive).
+    # Set by an admin (Django admin); empty = settings.RLARK_LOG_ARCHIVE_MAX_BYTES (jobs.control.log_archive).
     log_archive_max_bytes = models.PositiveBigIntegerField(
         _("log archive cap (bytes)"),
         null=True,
@@ -135,7 +135,7 @@ class Pod(models.Model):
     reason = models.CharField(_("reason"), max_length=128, blank=True)
     message = models.TextField(_("message"), blank=True)
     container_state = models.JSONField(_("container state"), default=dict, blank=True)
-    # What the runtime last reported, hashed (``jobs.services.sync.fingerprint``): a steady sync cycle compares
+    # What the runtime last reported, hashed (``jobs.observe.sync.fingerprint``): a steady sync cycle compares
     # it with the new report and leaves the rows of unchanged running jobs unread (issue 11).
     fingerprint = models.CharField(_("fingerprint"), max_length=32, blank=True, default="")
     restart_count = models.PositiveIntegerField(_("restarts"), default=0)
@@ -174,8 +174,8 @@ class RowValuesJSONField(models.JSONField):
 
 class PodLogScan(models.Model):
     """The stored scan of one Worker's log (issue 18), for the Diagnosis tab and the Run check: what
-    ``jobs.services.log_markers.ScanState`` keeps of the log read so far, brought up to date incrementally by
-    ``jobs.services.log_scans`` (only what was appended since ``cursor`` is read and fed).
+    ``jobs.observe.log_markers.ScanState`` keeps of the log read so far, brought up to date incrementally by
+    ``jobs.observe.log_scans`` (only what was appended since ``cursor`` is read and fed).
 
     ``instance``: the Pod instance it belongs to (``<uid>:<restart count>``; a new instance starts over);
     ``cursor``: the runtime's opaque read position (``Runtime.read_log_from``: a byte offset, a line count or a

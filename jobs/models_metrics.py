@@ -3,7 +3,7 @@
 Kept in its own module (imported at the bottom of ``jobs.models``) so the metrics owner does not edit the core
 models. A sample is what ``Runtime.pod_metrics()`` reported for one Pod at one time: CPU in cores, memory in
 bytes; ``None`` when the runtime did not report that value (shown as "not available", never as 0). The sync keeps a
-small ring per Pod (``jobs.services.metrics.RING_SIZE`` newest samples).
+small ring per Pod (``jobs.observe.metrics.RING_SIZE`` newest samples).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Celery tasks of the control plane (all idempotent; safe to re-run or run twice).
 
 This is the only module that knows Celery: the controller reaches :func:`reconcile_job` through the hooks
-:func:`install_reconcile_hooks` gives it (``jobs.services.controller.ReconcileHooks``).
+:func:`install_reconcile_hooks` gives it (``jobs.control.controller.ReconcileHooks``).
 """
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ import logging
 
 from celery import shared_task
 
+from jobs.control import controller
+from jobs.control.log_archive import purge_expired
+from jobs.explain import runcheck
 from jobs.models import Job
-from jobs.services import controller, log_scans, runcheck
-from jobs.services.log_archive import purge_expired
-from jobs.services.sync import sync_all_clusters, sync_job
+from jobs.observe import log_scans
+from jobs.observe.sync import sync_all_clusters, sync_job
 from rlark_console import varspace
 
 logger = logging.getLogger(__name__)
@@ -57,13 +59,13 @@ def sync_job_task(job_id: int) -> None:
 
 @shared_task(name="jobs.tasks.purge_log_archives", ignore_result=True)
 def purge_log_archives() -> None:
-    """Remove deleted jobs' archived logs once the retention period is over (``jobs.services.log_archive``)."""
+    """Remove deleted jobs' archived logs once the retention period is over (``jobs.control.log_archive``)."""
     purge_expired()
 
 
 @shared_task(name="jobs.tasks.refresh_log_scans", ignore_result=True)
 def refresh_log_scans(job_id: int) -> None:
-    """Read what the job's Workers appended to their logs since their stored scans (``jobs.services.log_scans``);
+    """Read what the job's Workers appended to their logs since their stored scans (``jobs.observe.log_scans``);
     asked for by the Diagnosis tab and the Run check when their scans are older than the max age."""
     job = Job.objects.filter(pk=job_id).first()
     if job is not None:

@@ -322,7 +322,7 @@ class Config:
         10.0,
         "seconds the Diagnosis tab and the Run check show a Worker's stored log scan (markers, first error, last"
         " stage) before its log is read again; older scans are shown with their time while the new lines are read"
-        " in the background (`jobs/services/log_scans.py`)",
+        " in the background (`jobs/observe/log_scans.py`)",
         p.number(float),
     )
     request_cpu_seconds: float = setting(

@@ -92,7 +92,7 @@ MIDDLEWARE = [
     "accounts.middleware.LoginRequiredMiddleware",
 ]
 
-ROOT_URLCONF = "rlark_console.urls"
+ROOT_URLCONF = "launcher.urls"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
@@ -110,8 +110,8 @@ TEMPLATES = [
         },
     },
 ]
-WSGI_APPLICATION = "rlark_console.wsgi.application"
-ASGI_APPLICATION = "rlark_console.asgi.application"
+WSGI_APPLICATION = "launcher.wsgi.application"
+ASGI_APPLICATION = "launcher.asgi.application"
 
 DATABASES = {
     "default": dj_database_url.parse(
@@ -266,7 +266,7 @@ LOGGING = {
     },
 }
 
-# Log archive (jobs.services.log_archive): per-job cap on the compressed logs kept after Stop/Delete
+# Log archive (jobs.control.log_archive): per-job cap on the compressed logs kept after Stop/Delete
 # (a job's own ``log_archive_max_bytes``, set by an admin, wins), and how long a deleted job's logs stay.
 RLARK_LOG_ARCHIVE_MAX_BYTES = _config.log_archive_max_bytes
 RLARK_LOG_ARCHIVE_RETENTION_DAYS = _config.log_archive_retention_days
@@ -280,7 +280,7 @@ RLARK_SERVE_STATIC = _config.serve_static
 # WebTerminal sessions close after this many idle seconds (keep-alive pings keep busy ones open).
 RLARK_TERMINAL_IDLE_TIMEOUT = _config.terminal_idle_timeout
 RLARK_TERMINAL_GRACE_PERIOD = _config.terminal_grace_period
-# A job's TensorBoard nobody used for this many seconds is stopped (jobs.services.tensorboard_server).
+# A job's TensorBoard nobody used for this many seconds is stopped (jobs.explain.tensorboard_server).
 RLARK_TENSORBOARD_IDLE = _config.tensorboard_idle
 # Kubernetes API calls: (connect, read) timeouts in seconds, per call.
 RLARK_K8S_CONNECT_TIMEOUT = _config.k8s_connect_timeout
@@ -291,12 +291,12 @@ RLARK_K8S_READ_TIMEOUT = _config.k8s_read_timeout
 RLARK_CLUSTER_SYNC_DEADLINE = _config.cluster_sync_deadline
 RLARK_LOG_PROBE_INTERVAL = _config.log_probe_interval
 # Threads of one process that read the clusters in a cycle; restarts after which a Worker is CrashLoop; seconds an
-# image may fail to pull before the job says ImagePull (jobs.services.sync_fetch, jobs.services.sync).
+# image may fail to pull before the job says ImagePull (jobs.observe.sync_fetch, jobs.observe.sync).
 RLARK_SYNC_THREADS = _config.sync_threads
 RLARK_CRASHLOOP_LIMIT = _config.crashloop_limit
 RLARK_IMAGE_PULL_GRACE = _config.image_pull_grace
 # Seconds the Diagnosis tab and the Run check show a Worker's stored log scan before reading its log again
-# (in the background; jobs.services.log_scans, issue 18).
+# (in the background; jobs.observe.log_scans, issue 18).
 RLARK_LOG_SCAN_MAX_AGE = _config.log_scan_max_age
 RLARK_LOG_PROBES_PER_CYCLE = _config.log_probes_per_cycle
 RLARK_REQUEST_CPU_SECONDS = _config.request_cpu_seconds  # 0: no budget

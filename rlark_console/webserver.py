@@ -99,7 +99,7 @@ def port_holders(port: int) -> list[str]:
     return sorted(set(out))
 
 
-def daphne_command(fd: int, application: str = "rlark_console.asgi:application") -> list[str]:
+def daphne_command(fd: int, application: str = "launcher.asgi:application") -> list[str]:
     """One worker: daphne on the inherited listening socket ``fd``, with the request body limit of
     ``rlark_console.daphne_worker``. No ``--proxy-headers``: forwarded headers are believed only from
     ``RLARK_TRUSTED_PROXIES`` (rlark_console/clientaddr.py)."""

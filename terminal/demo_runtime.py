@@ -1,5 +1,6 @@
-"""DirRuntime: the demo console's runtime (``terminal.demo``), a small, real :class:`~clusters.runtime.base.Runtime`
-that serves the Logs tab and WebTerminal without a cluster (the demo, its browser tests, the bench, screenshots).
+"""DirRuntime: the demo console's runtime (``launcher.terminal_demo``), a small, real
+:class:`~clusters.runtime.base.Runtime` that serves the Logs tab and WebTerminal without a cluster (the demo, its
+browser tests, the bench, screenshots).
 
 It is a genuine data plane, not a mock: each "Pod" has a directory with one log file per
 container instance (``<root>/<namespace>/<pod>/log.<restart>``) and a working directory;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from jobs.spec.inventory import ClusterInfo, Inventory, NodeInfo, RegistryInfo, SSHKeyInfo, host_path_policy
+from jobs.jobspec.inventory import ClusterInfo, Inventory, NodeInfo, RegistryInfo, SSHKeyInfo, host_path_policy
 
 GiB = 2**30
 # the host directories the "local" cluster's administrator allowed (Cluster.host_path_roots)

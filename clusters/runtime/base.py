@@ -2,9 +2,9 @@
 
 One implementation per ``Cluster.runtime`` value (``local`` and ``kubernetes``).
 Everything crossing this boundary is plain data (dataclasses, dicts, strings), so
-the control plane (``jobs.services``) never imports a runtime's internals.
+the control plane (``jobs.control``) never imports a runtime's internals.
 
-Data flow: Job spec -> ``jobs.spec.manifests`` builds one :class:`TaskManifest`
+Data flow: Job spec -> ``jobs.jobspec.manifests`` builds one :class:`TaskManifest`
 per Task -> ``Runtime.apply_task`` -> ``Runtime.list_pods`` -> status sync.
 
 Units: GPU/device counts are integers, CPU in cores (float), memory in bytes,
@@ -195,7 +195,7 @@ class TaskManifest:
 
     ``workload`` is the StatefulSet-shaped dict (``apiVersion: apps/v1``,
     ``kind: StatefulSet``, metadata, spec.replicas, spec.template) produced by
-    ``jobs.spec.manifests``; the ``main`` container already carries the wrapper
+    ``jobs.jobspec.manifests``; the ``main`` container already carries the wrapper
     command and the injected env (``RLARK_*``, ``POD_NAME`` via downward API on
     Kubernetes, ``RLARK_TASK_ROLE``). ``extra_objects`` are the other objects of
     the Task (head Service, ConfigMap, PVCs, registry Secrets) as dicts.

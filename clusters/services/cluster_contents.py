@@ -8,7 +8,7 @@ or the local runtime's supervisor and state directory), then merged with what th
 - namespaces the console manages: the cluster's own ``Cluster.namespace`` and the namespaces of its Tasks;
 - StorageClasses the console manages: its ``storage.StorageClass`` records of the cluster, each under the
   cluster-side name it uses (``parameters.storage_class_name`` for an existing Kubernetes StorageClass, else
-  the record's name, as ``jobs.services.controller`` passes them to the manifests).
+  the record's name, as ``jobs.control.controller`` passes them to the manifests).
 
 Each row says where it exists: ``managed`` (a console record the cluster also has), ``cluster`` (only in the
 cluster), ``missing`` (a console record the cluster does not have), ``object`` (an S3 record on a cluster

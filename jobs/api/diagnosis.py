@@ -2,12 +2,12 @@
 
 - ``GET  /api/v1/jobs/{name}/diagnosis/``: ``{"multiHead", "findings": [...], "workers": [...], "pending":
   {role: [{code, role, pod, resource, message}]}, "asOf", "refreshing"}``
-  (``jobs.services.diagnosis.JobDiagnosis.to_dict``);
+  (``jobs.explain.diagnosis.JobDiagnosis.to_dict``);
 - ``GET  /api/v1/jobs/{name}/run-check/``: ``{"settings": {...}, "checks": [{number, title, status
   (met|not_met|to_confirm), statusLabel, evidence, checkedAt}], "asOf", "refreshing"}``;
 - ``asOf``: when the oldest Worker log scan the answer uses was read (null: no Worker yet); ``refreshing``: some
   are older than ``RLARK_LOG_SCAN_MAX_AGE`` and are being read again in the background
-  (``jobs.services.log_scans``);
+  (``jobs.observe.log_scans``);
 - ``PUT  /api/v1/jobs/{name}/run-check/`` ``{progress_pattern, app_patterns, output_path, max_wait_minutes}``: save
   the settings (owner/admin); 400 ``{"code": "invalid", "field", "detail"}``;
 - ``GET  /api/v1/jobs/{name}/run-check/record/``: the Markdown run record (``text/markdown``);
@@ -31,9 +31,9 @@ from rest_framework.views import APIView
 
 from accounts.audit import record
 from jobs import policy
-from jobs.services import diagnosis as diagnosis_service
-from jobs.services import metrics as metrics_service
-from jobs.services import runcheck as runcheck_service
+from jobs.explain import diagnosis as diagnosis_service
+from jobs.explain import runcheck as runcheck_service
+from jobs.observe import metrics as metrics_service
 from rlark_console import language
 
 

@@ -1,4 +1,4 @@
-"""Kept logs of deleted jobs (issue 16, point 5; ``jobs.services.log_archive``).
+"""Kept logs of deleted jobs (issue 16, point 5; ``jobs.control.log_archive``).
 
 - ``GET /api/v1/log-archives/``: ``[{"id", "job", "owner", "deletedAt", "expiresAt", "capBytes", "cut": [..],
   "files": [{"pod", "previous", "bytes"}]}]``, the archives the user may read (staff: all; others: their own
@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs import policy
-from jobs.services import log_archive
+from jobs.control import log_archive
 from rlark_console.db_threads import release_connections
 
 

@@ -10,7 +10,7 @@
 Answers ``text/plain; charset=utf-8``; 404 for a job the user may not see (``jobs.policy``),
 for a Pod that is not one of the job's Workers, or for a log that does not exist (any more);
 400 for a bad ``tail``; 503 when the runtime cannot be reached. Once a job is stopped or has
-finished, the full log kept by the log archive (jobs.services.log_archive) is served.
+finished, the full log kept by the log archive (jobs.control.log_archive) is served.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 from clusters.runtime.base import PodNotFound, RuntimeFailure
 from jobs import policy
 from jobs.models import Pod
-from jobs.services.status import DEFAULT_TAIL, MAX_TAIL, read_worker_log, worker_rows
+from jobs.observe.status import DEFAULT_TAIL, MAX_TAIL, read_worker_log, worker_rows
 from rlark_console import ansi
 
 

@@ -1,5 +1,5 @@
-"""Job REST API (issue 3). Every write goes through ``jobs.services.submission`` (the one validator) and
-``jobs.services.controller``; permissions through ``jobs.policy`` (others' jobs are 404).
+"""Job REST API (issue 3). Every write goes through ``jobs.control.submission`` (the one validator) and
+``jobs.control.controller``; permissions through ``jobs.policy`` (others' jobs are 404).
 
 Bodies: a Job as JSON or YAML (``Content-Type: application/yaml``), or JSON ``{"document": {...} | "yaml": "...",
 "rlinf_config": "<RLinf YAML>"}``, or multipart with a ``file`` (and optional ``rlinf_config`` file).
@@ -23,14 +23,14 @@ from rest_framework.views import APIView
 from clusters.runtime.base import RuntimeFailure
 from jobs import policy
 from jobs.api.parsers import RAW_PARSERS, RawBody
+from jobs.control import controller, submission
+from jobs.jobspec.document import normalize, parse_text, render_yaml
+from jobs.jobspec.layout import task_layout
+from jobs.jobspec.messages import Problem
+from jobs.jobspec.rlinf import plan as rlinf_plan
 from jobs.models import Job
-from jobs.services import controller, submission
-from jobs.services.headline import worker_phase, worker_phase_label
-from jobs.services.status import job_status as status_of
-from jobs.spec.document import normalize, parse_text, render_yaml
-from jobs.spec.layout import task_layout
-from jobs.spec.messages import Problem
-from jobs.spec.rlinf import plan as rlinf_plan
+from jobs.observe.headline import worker_phase, worker_phase_label
+from jobs.observe.status import job_status as status_of
 from rlark_console import apierrors, jsontext, language
 from rlark_console.pagination import PARAMETERS as PAGINATION_PARAMETERS
 from rlark_console.pagination import ConsolePagination
@@ -74,7 +74,7 @@ class JobSummarySerializer(serializers.Serializer):
 class JobDetailSerializer(JobSummarySerializer):
     spec = serializers.DictField(help_text="The stored rlinf.io/v1alpha1 Job document")
     yaml = serializers.CharField(help_text="The same document as YAML (identical to the wizard preview)")
-    status = serializers.DictField(help_text="jobs.services.status.job_status(job)")
+    status = serializers.DictField(help_text="jobs.observe.status.job_status(job)")
     rlinf_config = serializers.CharField()
     warnings = ProblemSerializer(many=True, required=False)
 
@@ -133,8 +133,8 @@ def job_summary(job: Job) -> dict[str, Any]:
 
 
 def job_status(job: Job) -> dict[str, Any]:
-    """``jobs.services.status.job_status``; each Worker also gets ``shownPhase`` and ``phaseLabel`` (in the
-    request's language): the phase the pages show, from the same ``jobs.services.headline`` functions (a Succeeded
+    """``jobs.observe.status.job_status``; each Worker also gets ``shownPhase`` and ``phaseLabel`` (in the
+    request's language): the phase the pages show, from the same ``jobs.observe.headline`` functions (a Succeeded
     job's Workers are Completed, not the Stopped of their scaled-down Pods). ``phase`` stays the last synced one."""
     data = status_of(job)
     for w in data["workers"]:

@@ -1,6 +1,6 @@
 /* RLark Console: the Metrics tab's charts (issue 14.12), drawn with Apache ECharts (static/vendor/echarts.min.js).
  *
- * Data: <script type="application/json" id="metrics-charts"> from jobs.services.metric_charts.chart_data:
+ * Data: <script type="application/json" id="metrics-charts"> from jobs.explain.metric_charts.chart_data:
  *   usage.cpu / usage.memory: [{name: pod, points: [[epoch ms, value]]}]   (cores, bytes)
  *   scalars: [{name: group, charts: [{tag, series: [{run, points: [[step, value, wall ms]]}]}]}]
  * Every chart: axes with units, a tooltip (step, value, time), zoom (mouse wheel / drag, the slider below, box zoom

@@ -32,8 +32,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from clusters.runtime.base import PodNotFound, Runtime, RuntimeFailure
+from jobs.control import log_archive
 from jobs.models import Job, Pod
-from jobs.services import log_archive
 from rlark_console import ansi
 from terminal.services.runtimes import accepts, runtime_for
 
@@ -109,7 +109,7 @@ class LogTarget:
     uid: str
     restart_count: int
     exists: bool = True
-    archive: str = ""  # the job's log archive directory (jobs.services.log_archive; "" = none)
+    archive: str = ""  # the job's log archive directory (jobs.control.log_archive; "" = none)
     containers: tuple = ()  # clusters.runtime.containers.ContainerInfo of the Pod (issue 14.6b); () = main only
     container: str = "main"  # the container whose log this target reads
 
@@ -338,7 +338,7 @@ def _target(
 
 
 def _archive(job: str, pod: str) -> str:
-    """The job's log archive directory (``jobs.services.log_archive.job_dir``)."""
+    """The job's log archive directory (``jobs.control.log_archive.job_dir``)."""
 
     return str(log_archive.job_dir(job))
 

@@ -181,7 +181,7 @@ def test_anonymous_gets_redirect_401_or_403_everywhere(client, alice_job):
 
 
 def _ws_routes():
-    from rlark_console.routing import websocket_urlpatterns
+    from launcher.routing import websocket_urlpatterns
 
     return [(str(p.pattern), p) for p in websocket_urlpatterns if isinstance(p, URLPattern)]
 
@@ -193,7 +193,7 @@ def test_websockets_refuse_other_users_and_anonymous(client, alice, bob, alice_j
         pytest.skip("no job websocket routes yet")
     from channels.testing import WebsocketCommunicator
 
-    from rlark_console.asgi import application
+    from launcher.asgi import application
 
     client.force_login(bob)
     session = client.cookies["sessionid"].value

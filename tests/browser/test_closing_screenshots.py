@@ -27,7 +27,7 @@ LANGS = ["zh-hans", "en"]
 
 
 FAILED_CONDITION = """
-from jobs.spec.conditions import set_condition
+from jobs.jobspec.conditions import set_condition
 job = Job.objects.get(name="day-failed")
 job.conditions = set_condition([], "Failed", True, "RunScriptFailed", job.message, job.finished_at)
 job.save(update_fields=["conditions"])
@@ -86,7 +86,7 @@ def test_logs_tab_streams_a_running_job(demo, browser, lang):
 def test_metrics_tab_charts_two_runs(page, live_server, client, admin_user, seeded, lang):
     from tensorboardX import SummaryWriter
 
-    from jobs.services import metrics as metrics_service
+    from jobs.observe import metrics as metrics_service
 
     writer = SummaryWriter(logdir=str(Path(metrics_service.tensorboard_source(seeded).host_dir) / "attempt-2"))
     for step in range(1, 31):

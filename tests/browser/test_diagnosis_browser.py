@@ -14,8 +14,8 @@ from playwright.sync_api import expect
 from clusters.models import Cluster
 from clusters.services.inventory import upsert_local_nodes
 from jobs.models import Job, Pod, Task
-from jobs.services import metrics as metrics_service
-from jobs.services.status import log_archive_path
+from jobs.observe import metrics as metrics_service
+from jobs.observe.status import log_archive_path
 from tests.conftest import ARTIFACTS
 from tests.jobs.test_runcheck import HEAD_LOG, template, worker_log
 

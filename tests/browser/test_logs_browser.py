@@ -1,4 +1,4 @@
-"""Browser: the Logs tab (served by terminal.demo with a DirRuntime whose demo-actor-0 writes a
+"""Browser: the Logs tab (served by launcher.terminal_demo with a DirRuntime whose demo-actor-0 writes a
 `Global Step` line every second): header marker, Live within 6 s, filter with count, safe ANSI,
 timestamps, download, export, 100k lines, empty states, zh and en screenshots."""
 
@@ -10,7 +10,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from terminal.demo import PASSWORD
+from launcher.terminal_demo import PASSWORD
 from tests.conftest import ARTIFACTS
 from tests.terminal_support import DemoConsole
 

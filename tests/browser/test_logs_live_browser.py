@@ -1,5 +1,5 @@
 """Browser: the Logs tab streams when it opens (issue 14.4) and stays usable on a 100,000-line log
-(issue 14.5). Served by terminal.demo (DirRuntime): demo-actor-0 writes a `Global Step` line every
+(issue 14.5). Served by launcher.terminal_demo (DirRuntime): demo-actor-0 writes a `Global Step` line every
 0.1 s, demo-actor-1's log holds 100,000 history lines."""
 
 from __future__ import annotations

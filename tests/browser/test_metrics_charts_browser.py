@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from jobs.services import metrics as metrics_service
+from jobs.observe import metrics as metrics_service
 from tests.browser import test_diagnosis_browser
 from tests.browser.test_diagnosis_browser import login, set_lang
 from tests.conftest import screenshot_dir

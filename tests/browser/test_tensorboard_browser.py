@@ -10,7 +10,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from jobs.services import tensorboard_server
+from jobs.explain import tensorboard_server
 from tests.browser import test_diagnosis_browser
 from tests.browser.test_diagnosis_browser import login, set_lang
 from tests.conftest import screenshot_dir

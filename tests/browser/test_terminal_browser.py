@@ -1,4 +1,4 @@
-"""Browser: the WebTerminal page (served by terminal.demo with a DirRuntime whose exec is a real
+"""Browser: the WebTerminal page (served by launcher.terminal_demo with a DirRuntime whose exec is a real
 PTY bash in the Worker's directory): rank and directory, resize -> `tput cols`, upload and download
 byte-identical, CJK, `exit` shows the close reason; zh and en screenshots."""
 
@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from terminal.demo import PASSWORD
+from launcher.terminal_demo import PASSWORD
 from tests.conftest import ARTIFACTS
 from tests.terminal_support import DemoConsole
 

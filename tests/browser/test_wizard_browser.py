@@ -102,7 +102,7 @@ def step3(page: Page) -> None:
 
 def stored_yaml(server, name: str) -> str:
     code = (
-        "from jobs.models import Job; from jobs.spec.document import render_yaml; "
+        "from jobs.models import Job; from jobs.jobspec.document import render_yaml; "
         f"print(render_yaml(Job.objects.get(name='{name}').spec), end='')"
     )
     return server.manage("shell", "--no-imports", "-c", code).stdout

@@ -137,9 +137,9 @@ def data_words() -> frozenset[str]:
 
     from accounts.models import APIToken
     from clusters.models import Cluster
+    from jobs.explain import runcheck
     from jobs.models import Job, Pod, Task
-    from jobs.services import runcheck
-    from jobs.services.status import log_archive_path
+    from jobs.observe.status import log_archive_path
 
     texts = [*Job.objects.values_list("name", flat=True), *Cluster.objects.values_list("name", flat=True)]
     texts += get_user_model().objects.values_list("username", flat=True)

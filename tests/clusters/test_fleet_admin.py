@@ -13,8 +13,8 @@ from clusters.runtime.base import NodeInfo as RuntimeNode
 from clusters.services import node_metadata, node_sync
 from clusters.services.inventory import upsert_local_nodes
 from clusters.system_nodes import is_system_node
-from jobs.spec.document import normalize
-from jobs.spec.validator import validate
+from jobs.jobspec.document import normalize
+from jobs.jobspec.validator import validate
 from tests.spec_fixtures import base_doc, inventory, node
 
 pytestmark = pytest.mark.django_db
@@ -250,7 +250,7 @@ def test_nodes_view_sorts_by_free_gpus_and_shows_jobs(client, admin_user):
 
 
 def test_pending_reason_names_a_selector_that_matches_only_cordoned_nodes():
-    from jobs.services.pending import NodeView, PodView, RoleInput, role_reasons
+    from jobs.explain.pending import NodeView, PodView, RoleInput, role_reasons
 
     nodes = [
         NodeView("gpu-3", {"pool": "reserved"}, {"nvidia.com/gpu": 8}, unschedulable=True),

@@ -17,7 +17,7 @@ import yaml
 
 from clusters.runtime.base import PodNotFound, RuntimeFailure
 from clusters.runtime.kubernetes import NO_SHELL, KubernetesRuntime
-from jobs.spec.manifests import build_task_manifests
+from jobs.jobspec.manifests import build_task_manifests
 from tests.fake_k8s.fixtures import MARKER_TOKEN, fake_k8s, fake_kubeconfig  # noqa: F401
 
 NS = "rlark-system"

@@ -90,7 +90,7 @@ def log_of(root: Path, pod: str) -> str:
 
 @pytest.mark.django_db
 def test_a_job_reaches_its_own_workers_and_the_relay_only(tmp_path, settings):
-    from jobs.services import tensorboard_server
+    from jobs.explain import tensorboard_server
 
     settings.VAR_DIR = tmp_path / "var"
     (tmp_path / "tb").mkdir()

@@ -1,6 +1,6 @@
 """Helpers shared by the local-runtime, wrapper-script and demo-workload tests (no tests here).
 
-- :func:`manifest` builds a StatefulSet-shaped TaskManifest the way ``jobs.spec.manifests`` does
+- :func:`manifest` builds a StatefulSet-shaped TaskManifest the way ``jobs.jobspec.manifests`` does
   (wrapper command, upstream 4.5 env), with knobs for commands, mounts, selectors and resources.
 - :class:`SupervisorProcess` runs ``manage.py local_supervisor`` on a private state directory.
 - :class:`LoopbackWatch` samples ``ss -tn`` in a thread and records every peer that is not loopback.

@@ -60,8 +60,8 @@ def test_conditions_kept_and_problems_named():
 
 @pytest.mark.django_db
 def test_sync_stores_them_and_diagnosis_names_disk_pressure_on_the_workers_node(client, admin_user, alice):
+    from jobs.explain.diagnosis import diagnose_job
     from jobs.models import Job, Pod, Task
-    from jobs.services.diagnosis import diagnose_job
 
     cluster = Cluster.objects.create(name="k", runtime="kubernetes", status="online")
     recent = datetime.now(UTC) - timedelta(minutes=3)

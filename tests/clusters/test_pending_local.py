@@ -9,10 +9,10 @@ import pytest
 
 from clusters.models import Cluster
 from clusters.services.inventory import upsert_local_nodes
+from jobs.control import controller
+from jobs.explain.pending import job_pending_reasons
 from jobs.models import Job
-from jobs.services import controller
-from jobs.services.pending import job_pending_reasons
-from jobs.services.sync import sync_job
+from jobs.observe.sync import sync_job
 from launcher.management.commands.seed_demo import DEMO_NODES
 from tests.clusters.test_local_runtime_support import SupervisorProcess
 from tests.clusters.test_runcheck_local import demo_document

@@ -14,10 +14,12 @@ import yaml
 from clusters.models import Cluster
 from clusters.runtime import registry
 from clusters.services.inventory import upsert_local_nodes
+from jobs.control import controller
+from jobs.explain import diagnosis, runcheck
 from jobs.models import Job, MetricSample, Pod
-from jobs.services import controller, diagnosis, metrics, runcheck
-from jobs.services.status import get_condition
-from jobs.services.sync import sync_job
+from jobs.observe import metrics
+from jobs.observe.status import get_condition
+from jobs.observe.sync import sync_job
 from launcher.management.commands.seed_demo import DEMO_NODES
 from tests.clusters.test_local_runtime_support import SupervisorProcess
 

@@ -16,8 +16,8 @@ import pytest
 from django.conf import settings
 
 from clusters.models import Cluster
+from jobs.explain import tensorboard_server
 from jobs.models import Job, Task
-from jobs.services import tensorboard_server
 from tests.clusters.test_local_runtime_support import SupervisorProcess
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a root console runs TensorBoard as the job's uid")

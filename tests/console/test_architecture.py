@@ -57,9 +57,9 @@ def test_layers_as_declared_have_no_upward_import(imports):
 
 def test_an_upward_import_breaks_the_layers():
     broken = graph.build()
-    broken.add_import(importer="jobs.services.controller", imported="jobs.tasks")
+    broken.add_import(importer="jobs.control.controller", imported="jobs.tasks")
     illegal = broken.find_illegal_dependencies_for_layers(_layers())
-    assert {(dep.importer, dep.imported) for dep in illegal} == {("jobs.services.controller", "jobs.tasks")}
+    assert {(dep.importer, dep.imported) for dep in illegal} == {("jobs.control.controller", "jobs.tasks")}
 
 
 def test_no_import_cycle_among_the_project_modules(imports):
@@ -67,9 +67,9 @@ def test_no_import_cycle_among_the_project_modules(imports):
 
 
 def test_a_cycle_is_found_when_one_is_added(imports):
-    pairs = graph.edges(imports) | {("jobs.spec.layout", "jobs.services.controller")}
+    pairs = graph.edges(imports) | {("jobs.jobspec.layout", "jobs.control.controller")}
     loops = graph.cycles(pairs)
-    assert len(loops) == 1 and {"jobs.spec.layout", "jobs.services.controller"} <= set(loops[0])
+    assert len(loops) == 1 and {"jobs.jobspec.layout", "jobs.control.controller"} <= set(loops[0])
 
 
 def test_function_level_imports_are_few_and_explained():

@@ -22,7 +22,7 @@ from rest_framework.test import APIClient
 from clusters.runtime import registry
 from jobs import tasks
 from jobs.models import Job
-from jobs.services.sync import sync_all_clusters
+from jobs.observe.sync import sync_all_clusters
 from tests.fake_runtime import FakeRuntime
 from tests.spec_fixtures import base_doc, seed_db
 from tools.arch import graph
@@ -33,8 +33,8 @@ PROJECT = graph.PACKAGES
 # Functions passed in, called back by the module they were given to: the "reconcile soon" hook the entry point
 # installs in the controller, and the row loader the sync hands to sync_fetch (it runs while the clusters answer).
 INJECTED_HOOKS = {
-    ("jobs.services.controller", "jobs.tasks", "_enqueue_reconcile"),
-    ("jobs.services.sync_fetch", "jobs.services.sync", "load_rows"),
+    ("jobs.control.controller", "jobs.tasks", "_enqueue_reconcile"),
+    ("jobs.observe.sync_fetch", "jobs.observe.sync", "load_rows"),
 }
 
 
@@ -128,16 +128,16 @@ def test_submission_then_reconcile_then_sync_run_one_way(runtime, alice, monkeyp
     print("reconcile task:", " -> ".join(_layers_visited(worker)))
     print("status sync:", " -> ".join(_layers_visited(sync)))
     assert _layers_visited(submit)[:2] == ["interfaces", "control"]
-    assert ("jobs.services.controller", "jobs.tasks", "_enqueue_reconcile") in submit
-    assert {callee for _, callee, _ in worker} >= {"jobs.services.controller", "jobs.services.sync"}
+    assert ("jobs.control.controller", "jobs.tasks", "_enqueue_reconcile") in submit
+    assert {callee for _, callee, _ in worker} >= {"jobs.control.controller", "jobs.observe.sync"}
     assert "observe" in _layers_visited(sync)
 
 
 def test_an_upward_call_and_a_call_back_are_reported():
-    seen = [("jobs.services.status", "jobs.services.pending", "job_pending_reasons")]
+    seen = [("jobs.observe.status", "jobs.explain.pending", "job_pending_reasons")]
     assert _upward(seen) == seen
     back = [
-        ("jobs.services.sync", "jobs.services.status", "job_status"),
-        ("jobs.services.status", "jobs.services.sync", "x"),
+        ("jobs.observe.sync", "jobs.observe.status", "job_status"),
+        ("jobs.observe.status", "jobs.observe.sync", "x"),
     ]
     assert _returns(back) == sorted(back)

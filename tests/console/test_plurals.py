@@ -41,8 +41,8 @@ def test_wizard_summary_counts_workers(client, admin_user):
 
 
 def test_validator_messages_use_english_plurals():
-    """Issue 14.7: "1 workers" / "1 nodes" in the validator's English messages (jobs/spec/messages.py)."""
-    from jobs.spec.messages import Problem
+    """Issue 14.7: "1 workers" / "1 nodes" in the validator's English messages (jobs/jobspec/messages.py)."""
+    from jobs.jobspec.messages import Problem
 
     one = Problem("spec.tasks[0]", "replicas_mismatch", params={"role": "rollout", "replicas": 1, "count": 1})
     many = Problem("spec.tasks[0]", "replicas_mismatch", params={"role": "rollout", "replicas": 3, "count": 2})

@@ -27,9 +27,10 @@ from accounts.authentication import issue_token
 from clusters.models import Cluster, ImageRegistry
 from clusters.runtime import registry
 from domains.models import Domain
+from jobs.control import controller
 from jobs.models import Job
-from jobs.services import controller, metrics
-from jobs.services.sync import sync_job
+from jobs.observe import metrics
+from jobs.observe.sync import sync_job
 from sshkeys.models import SSHPublicKey
 from storage.models import StorageClass
 from tests.fake_runtime import FakeRuntime, job_document

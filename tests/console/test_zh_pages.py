@@ -2,7 +2,7 @@
 
 The list of the product's own English UI strings is built from its catalogs: every ``msgid`` of every
 ``*/locale/zh_Hans/LC_MESSAGES/django.mo`` that has a Chinese translation, plus the English side of the
-validator's messages (``jobs.spec.messages.MESSAGES``). Each page is rendered in zh through the Django test
+validator's messages (``jobs.jobspec.messages.MESSAGES``). Each page is rendered in zh through the Django test
 client for jobs in several states (running, pending, failed with a stored server message, stopped, succeeded);
 its visible text and its ``title``/``placeholder``/``aria-label`` attributes (not code, YAML, logs or names) must
 contain none of those strings.
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from jobs.jobspec.messages import MESSAGES
 from jobs.models import Pod
-from jobs.spec.messages import MESSAGES
 from tests.jobs.test_metrics import job  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
@@ -236,7 +236,7 @@ def _debug_context(html: str, word: str) -> list[str]:  # pragma: no cover - a h
 def test_stored_server_messages_render_in_the_users_language(stored, zh):
     from django.utils import translation
 
-    from jobs.services.status import localized_message
+    from jobs.observe.status import localized_message
 
     with translation.override("zh-hans"):
         assert localized_message(stored) == zh

@@ -113,8 +113,9 @@ class RelayThread:
 
 
 def domain_manifest(job: str, template: str, *, head: bool, domain: str, **kw):
-    """``tests.clusters.test_local_runtime_support.manifest`` for a job with ``spec.domain`` (what
-    ``jobs.spec.manifests.injected_env`` adds: ``RLARK_DOMAIN`` on the head, ``<head>-0.rlark-domain`` for workers)."""
+    """``tests.clusters.test_local_runtime_support.manifest`` for a job with ``spec.domain``
+    (what ``jobs.jobspec.manifests.injected_env`` adds: ``RLARK_DOMAIN`` on the head,
+    ``<head>-0.rlark-domain`` for workers)."""
     from tests.clusters.test_local_runtime_support import manifest
 
     m = manifest(job, template, head=head, **kw)

@@ -14,9 +14,9 @@ import re
 import pytest
 
 from clusters.models import Cluster
+from jobs.explain import diagnosis
+from jobs.jobspec.validator import validate
 from jobs.models import Job, Pod, Task
-from jobs.services import diagnosis
-from jobs.spec.validator import validate
 from tests.clusters.test_local_runtime_support import SupervisorProcess, manifest, nodes_spec, wait_for
 from tests.domains.support import cleanup_networks, isolated_runtime, needs_root
 from tests.spec_fixtures import base_doc, inventory

@@ -10,8 +10,8 @@ import yaml
 from rest_framework.test import APIClient
 
 from accounts.models import AuditEvent
+from jobs.jobspec.document import render_yaml
 from jobs.models import Job
-from jobs.spec.document import render_yaml
 from tests.spec_fixtures import INVALID_CODES, SSH_KEY, base_doc, invalid_doc, seed_db
 
 pytestmark = pytest.mark.django_db
@@ -243,7 +243,7 @@ def test_yaml_page_gives_the_api_codes(api, client, alice):
 
 def test_delete_failure_is_reported_and_job_kept(api, monkeypatch):
     from clusters.runtime.base import RuntimeFailure
-    from jobs.services import controller
+    from jobs.control import controller
 
     assert api.post("/api/v1/jobs/", base_doc(), format="json").status_code == 201
 

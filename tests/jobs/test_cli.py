@@ -25,7 +25,7 @@ CONFIGS = Path("/work/shared/rlinf-configs")
 @pytest.fixture
 def env(live_server, alice, monkeypatch, tmp_path):
     """A live console with the test inventory; the controller's runtime side is not part of these tests."""
-    from jobs.services import controller
+    from jobs.control import controller
 
     monkeypatch.setattr(controller, "request_reconcile", lambda _job: None)
     seed_db(alice)

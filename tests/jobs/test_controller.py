@@ -6,9 +6,9 @@ import pytest
 
 from accounts.models import AuditEvent
 from clusters.runtime.base import RuntimeFailure
+from jobs.control import controller
 from jobs.models import Job, Phase, Pod, Task
-from jobs.services import controller
-from jobs.services.sync import sync_all_clusters
+from jobs.observe.sync import sync_all_clusters
 from tests.fake_runtime import fake_clusters, job_document
 
 pytestmark = pytest.mark.django_db

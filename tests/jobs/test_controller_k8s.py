@@ -7,10 +7,10 @@ import pytest
 import yaml
 
 from clusters.models import Cluster
+from jobs.control import controller
 from jobs.models import Job, Phase
-from jobs.services import controller
-from jobs.services.status import get_condition, job_status, read_worker_log
-from jobs.services.sync import sync_all_clusters, sync_job
+from jobs.observe.status import get_condition, job_status, read_worker_log
+from jobs.observe.sync import sync_all_clusters, sync_job
 from tests.fake_k8s.fixtures import fake_k8s, fake_kubeconfig  # noqa: F401
 from tests.fake_runtime import job_document
 
@@ -95,7 +95,7 @@ def test_job_lifecycle_on_kubernetes(k8s, alice):
 
 
 def test_api_failure_marks_cluster_offline_and_recovers(k8s, alice, monkeypatch):
-    from jobs.services import sync
+    from jobs.observe import sync
 
     monkeypatch.setattr(sync, "_backoff", {})
     job = Job.objects.create(name="kjob", owner=alice, spec=job_document("kjob", cluster="gpu-a"))

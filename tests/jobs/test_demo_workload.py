@@ -45,7 +45,7 @@ def demo_doc(output: Path, extra_args: str) -> dict:
 
 
 def build(job: str, doc: dict):
-    from jobs.spec.manifests import build_task_manifests
+    from jobs.jobspec.manifests import build_task_manifests
 
     return build_task_manifests(job, doc, clusters={"local": LOCAL}, registries=[], ssh_keys=[])
 
@@ -92,8 +92,8 @@ def test_demo_job_yaml_is_a_valid_job_for_the_seeded_cluster():
     from django.core.management import call_command
 
     from clusters import host_paths
-    from jobs.spec.inventory import Inventory
-    from jobs.spec.validator import validate
+    from jobs.jobspec.inventory import Inventory
+    from jobs.jobspec.validator import validate
 
     call_command("seed_demo", password="x-demo-pass-1")
     admin = get_user_model().objects.get(username="admin")

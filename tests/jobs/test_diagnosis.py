@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobs.services.diagnosis import FINDING_TEXT, WorkerInput, diagnose, scan_log
+from jobs.explain.diagnosis import FINDING_TEXT, WorkerInput, diagnose, scan_log
 
 HEAD_OK = """RLINF_NODE_RANK: 0
 rlark-sshd started on port 22

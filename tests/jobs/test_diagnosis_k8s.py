@@ -10,10 +10,12 @@ import yaml
 
 from clusters.models import Cluster
 from clusters.services.node_sync import sync_cluster_nodes
+from jobs.control import controller
+from jobs.explain import diagnosis
+from jobs.explain.pending import job_pending_reasons
 from jobs.models import Job
-from jobs.services import controller, diagnosis, metrics
-from jobs.services.pending import job_pending_reasons
-from jobs.services.sync import sync_job
+from jobs.observe import metrics
+from jobs.observe.sync import sync_job
 from tests.fake_k8s.fixtures import fake_k8s, fake_kubeconfig  # noqa: F401
 from tests.jobs.test_runcheck import template
 

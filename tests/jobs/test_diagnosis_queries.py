@@ -17,9 +17,10 @@ from django.test.utils import CaptureQueriesContext
 
 from clusters.models import Cluster
 from clusters.runtime import registry
+from jobs.control import controller
 from jobs.models import Job, Pod, PodLogScan
-from jobs.services import controller, metrics
-from jobs.services.sync import sync_job
+from jobs.observe import metrics
+from jobs.observe.sync import sync_job
 from tests.fake_runtime import FakeRuntime, job_document
 
 pytestmark = pytest.mark.django_db

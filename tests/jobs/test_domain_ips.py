@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from domains.models import Domain, IPAllocation
+from jobs.control import controller
 from jobs.models import Job, Pod
-from jobs.services import controller
-from jobs.services.status import job_status
-from jobs.services.sync import sync_all_clusters, sync_job
+from jobs.observe.status import job_status
+from jobs.observe.sync import sync_all_clusters, sync_job
 from tests.fake_runtime import job_document
 from tests.jobs.test_sync import runtimes  # noqa: F401 - fixture
 

@@ -1,5 +1,5 @@
 """One status headline per state (issue 14.3) and honest labels once a job has ended (issue 14.9): the detail
-header, the Workers tab, the jobs list and the Metrics rows read them from ``jobs.services.headline``."""
+header, the Workers tab, the jobs list and the Metrics rows read them from ``jobs.observe.headline``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import Pod
-from jobs.services import metrics as metrics_service
-from jobs.services.headline import RAY_FORMING, job_headline
+from jobs.observe import metrics as metrics_service
+from jobs.observe.headline import RAY_FORMING, job_headline
 from tests.jobs.test_metrics import job  # noqa: F401 - the fixture: header + worker, both Pods Running
 
 pytestmark = pytest.mark.django_db
@@ -135,7 +135,7 @@ def test_headline_counts_and_bar_agree_for_every_state(job):  # noqa: F811
 def test_a_failed_jobs_conditions_read_in_the_pages_language(job, client, admin_user):  # noqa: F811
     """The Conditions table names the type and status in the page's language (it showed "Failed True" on zh
     pages); the reason stays the machine's code, the API keeps the Kubernetes-style values."""
-    from jobs.spec.conditions import set_condition
+    from jobs.jobspec.conditions import set_condition
 
     job, _ = job
     job.phase, job.message = "Failed", "Image cannot be pulled: ErrImagePull"

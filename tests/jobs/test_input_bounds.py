@@ -9,10 +9,10 @@ import time
 import pytest
 from rest_framework.test import APIClient
 
-from jobs.spec import rlinf
-from jobs.spec.document import normalize
-from jobs.spec.ranks import parse_rank_config
-from jobs.spec.validator import MAX_REPLICAS, MAX_VALUE_BYTES, _looks_secret_value, _script_has_secret, validate
+from jobs.jobspec import rlinf
+from jobs.jobspec.document import normalize
+from jobs.jobspec.ranks import parse_rank_config
+from jobs.jobspec.validator import MAX_REPLICAS, MAX_VALUE_BYTES, _looks_secret_value, _script_has_secret, validate
 from tests.spec_fixtures import base_doc, container, inventory
 
 KB = 1024
@@ -150,7 +150,7 @@ def test_plan_api_caps_num_nodes_quickly(alice):
 def test_wizard_counts_are_bounded_by_the_submitted_fields():
     from django.http import QueryDict
 
-    from jobs.services.wizard import from_post
+    from jobs.control.wizard import from_post
 
     data = QueryDict(mutable=True)
     data.update({"role_count": "1000000000", "r0-name": "head", "r0-env_count": "1000000000", "r0-mnt_count": "99"})

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from jobs.control import controller
 from jobs.models import Job, Phase
-from jobs.services import controller
-from jobs.services.sync import sync_job
+from jobs.observe.sync import sync_job
 from tests.fake_runtime import fake_clusters, job_document
 
 pytestmark = pytest.mark.django_db

@@ -16,9 +16,9 @@ from rest_framework.test import APIClient
 from clusters.models import Cluster, ImageRegistry
 from clusters.ray_auth import job_token
 from clusters.runtime import registry
+from jobs.jobspec.manifests import build_task_manifests
 from jobs.models import Job, Pod
-from jobs.services.sync import sync_all_clusters
-from jobs.spec.manifests import build_task_manifests
+from jobs.observe.sync import sync_all_clusters
 from storage.models import StorageClass
 from tests.fake_k8s.fixtures import MARKER_TOKEN, fake_k8s  # noqa: F401
 

@@ -14,9 +14,9 @@ from django.utils import timezone
 
 from clusters.models import Cluster, Node
 from clusters.runtime import registry
+from jobs.control import controller, log_archive
 from jobs.models import Job, Pod, Task
-from jobs.services import controller, log_archive
-from jobs.services.status import read_worker_log
+from jobs.observe.status import read_worker_log
 from terminal.services import logs
 from tests.clusters.test_local_runtime_support import SupervisorProcess, manifest, wait_for
 

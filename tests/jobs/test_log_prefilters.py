@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.services import log_markers as lm
+from jobs.observe import log_markers as lm
 
 LINES = [
     "RLINF_NODE_RANK: 3",

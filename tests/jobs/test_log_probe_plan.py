@@ -9,8 +9,8 @@ them, the most overdue first; the others still come in later cycles.
 from __future__ import annotations
 
 from clusters.runtime.base import ContainerState, PodInfo
-from jobs.services import sync_fetch
-from jobs.services.sync_fetch import ClusterPlan, RowSnap, TaskSnap, container_key, plan_log_reads
+from jobs.observe import sync_fetch
+from jobs.observe.sync_fetch import ClusterPlan, RowSnap, TaskSnap, container_key, plan_log_reads
 
 HEADERS = 1000
 

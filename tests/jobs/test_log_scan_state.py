@@ -1,7 +1,7 @@
 """The stored, incremental log scan gives what the scan of the whole text gives (issue 18).
 
 ``ScanState`` is what ``jobs.models.PodLogScan`` stores: the Diagnosis tab and the Run check read it instead of the
-logs, and ``jobs.services.log_scans`` feeds it only what a log appended. For every log the diagnosis and run check
+logs, and ``jobs.observe.log_scans`` feeds it only what a log appended. For every log the diagnosis and run check
 tests use (the ones ``tests/jobs/test_diagnosis.py`` passes to the scanner, collected by running those tests, and
 ``tests/jobs/test_runcheck.py``'s), in LF and CRLF, cut at every point (a line, and a CRLF, split across chunks) and
 at random points, and stored as JSON between chunks: the markers, first errors, last stage, counters, signature
@@ -18,10 +18,10 @@ import random
 import pytest
 from django.utils import timezone
 
-from jobs.services import diagnosis
-from jobs.services import log_markers as lm
-from jobs.services.diagnosis import WorkerInput, diagnose
-from jobs.services.runcheck import gather, log_patterns, run_checks, settings_of
+from jobs.explain import diagnosis
+from jobs.explain.diagnosis import WorkerInput, diagnose
+from jobs.explain.runcheck import gather, log_patterns, run_checks, settings_of
+from jobs.observe import log_markers as lm
 from tests.jobs import test_diagnosis, test_log_prefilters, test_runcheck
 from tests.jobs.test_runcheck import demo  # noqa: F401 - the fixture
 

@@ -1,4 +1,4 @@
-"""Stored log scans behind the Diagnosis tab and the Run check (issue 18; ``jobs.services.log_scans``).
+"""Stored log scans behind the Diagnosis tab and the Run check (issue 18; ``jobs.observe.log_scans``).
 
 A first visit scans every Worker's log (the page is never empty); later visits within ``RLARK_LOG_SCAN_MAX_AGE``
 read no log at all and say how old the results are; older scans are refreshed in the background (one task per job
@@ -18,10 +18,11 @@ from django.utils import timezone
 from clusters.models import Cluster
 from clusters.runtime import registry
 from jobs import tasks as job_tasks
+from jobs.control import controller, log_archive
 from jobs.models import Job, Pod, PodLogScan
-from jobs.services import controller, log_archive, log_scans, metrics
-from jobs.services import log_markers as lm
-from jobs.services.sync import sync_job
+from jobs.observe import log_markers as lm
+from jobs.observe import log_scans, metrics
+from jobs.observe.sync import sync_job
 from tests.fake_runtime import FakeRuntime, job_document
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.services.status import log_archive_path
+from jobs.observe.status import log_archive_path
 from terminal.services import logs
 from tests.terminal.test_logs_service import NS, _targets, job, runtime  # noqa: F401 - fixtures
 

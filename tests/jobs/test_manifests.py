@@ -1,4 +1,4 @@
-"""Golden tests of ``jobs.spec.manifests``: a real 3-role Job YAML -> StatefulSets, Service, ConfigMaps, PVCs,
+"""Golden tests of ``jobs.jobspec.manifests``: a real 3-role Job YAML -> StatefulSets, Service, ConfigMaps, PVCs,
 registry Secret, exactly as specified (issue 5 acceptance 1; upstream-rlark 4 without its flaws).
 
 Regenerate the golden file after an intended change with ``RLARK_UPDATE_GOLDEN=1 .venv/bin/pytest
@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from jobs.spec.manifests import SCRIPTS_DIR, build_task_manifests, node_affinity, redacted, registry_for_image
+from jobs.jobspec.manifests import SCRIPTS_DIR, build_task_manifests, node_affinity, redacted, registry_for_image
 
 GOLDEN = Path(__file__).parents[1] / "fake_k8s" / "golden"
 JOB = yaml.safe_load((GOLDEN / "job_3role.yaml").read_text())
@@ -273,7 +273,7 @@ def test_stopped_job_has_zero_replicas():
 
 
 def test_unknown_cluster_is_an_error():
-    from jobs.spec.manifests import ManifestError
+    from jobs.jobspec.manifests import ManifestError
 
     with pytest.raises(ManifestError, match="unknown cluster"):
         build_task_manifests("x", JOB, clusters={}, registries=[], ssh_keys=[])

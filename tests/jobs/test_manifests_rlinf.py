@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobs.spec.manifests import build_task_manifests
+from jobs.jobspec.manifests import build_task_manifests
 from tests.jobs.test_manifests import CLUSTERS, JOB
 
 CONFIG = Path("/work/shared/rlinf-configs/emb_realworld_charger_sac_cnn_async.yaml")

@@ -11,7 +11,7 @@ from django.utils import timezone
 from clusters.models import Cluster
 from clusters.runtime.base import LogChunk
 from jobs.models import Job, MetricSample, Pod, Task
-from jobs.services import metrics as metrics_service
+from jobs.observe import metrics as metrics_service
 from tests.jobs.test_runcheck import HEAD_LOG, template, worker_log
 
 pytestmark = pytest.mark.django_db

@@ -13,10 +13,11 @@ from django.test.utils import CaptureQueriesContext
 
 from clusters.models import Cluster
 from clusters.runtime import registry
+from jobs.control import controller
 from jobs.models import Job, Phase, Pod
 from jobs.models_metrics import MetricSample
-from jobs.services import controller, metrics
-from jobs.services.sync import sync_all_clusters
+from jobs.observe import metrics
+from jobs.observe.sync import sync_all_clusters
 from tests.fake_runtime import job_document
 from tests.jobs.test_sync_scale import HEAD_READY, MeteredRuntime
 

@@ -121,7 +121,7 @@ def stack(tmp_path):
     logs.mkdir()
     ports = [free_port(), free_port()]
     specs = {
-        f"web{i}": [str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(p), "rlark_console.asgi:application"]
+        f"web{i}": [str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(p), "launcher.asgi:application"]
         for i, p in enumerate(ports)
     }
     for i in range(2):

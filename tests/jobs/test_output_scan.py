@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jobs.services import output_scan
+from jobs.explain import output_scan
 
 
 def test_the_script_inside_a_worker_answers_what_the_console_computes(tmp_path):

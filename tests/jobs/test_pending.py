@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.services.pending import NodeView, PodView, RoleInput, blocking_resources, pending_reasons
+from jobs.explain.pending import NodeView, PodView, RoleInput, blocking_resources, pending_reasons
 
 NODES = [
     NodeView("gpu-0", {"pool": "train"}, {"nvidia.com/gpu": 8, "cpu": 16}, {"nvidia.com/gpu": 5}),

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from clusters import ray_auth
-from jobs.spec.manifests import build_task_manifests, redacted
+from jobs.jobspec.manifests import build_task_manifests, redacted
 from tests.jobs.test_manifests import CLUSTERS, JOB, KEYS, REGISTRY
 
 TOKEN = ray_auth.job_token(7, "2026-01-01T00:00:00+00:00")
@@ -74,8 +74,8 @@ def test_without_a_token_nothing_is_added():
 def test_controller_gives_each_job_its_own_token_and_stores_none(django_user_model):
     from types import SimpleNamespace
 
+    from jobs.control import controller
     from jobs.models import Job
-    from jobs.services import controller
 
     owner = django_user_model.objects.create(username="alice")
     jobs = [Job.objects.create(name=name, owner=owner, spec=JOB) for name in ("job-a", "job-b")]

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jobs.services import wizard as wz
-from jobs.spec.rlinf import plan
+from jobs.control import wizard as wz
+from jobs.jobspec.rlinf import plan
 
 CONFIGS = Path("/work/shared/rlinf-configs")
 

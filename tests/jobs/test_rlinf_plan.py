@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jobs.spec.ranks import format_ranks, parse_rank_config
-from jobs.spec.rlinf import plan
+from jobs.jobspec.ranks import format_ranks, parse_rank_config
+from jobs.jobspec.rlinf import plan
 
 CONFIGS = Path("/work/shared/rlinf-configs")
 ALL = sorted(CONFIGS.glob("*.yaml"))

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from jobs.explain.runcheck import _run_output
+from jobs.jobspec.layout import main_container
+from jobs.jobspec.manifests import injected_env
 from jobs.models import Pod
-from jobs.services import metrics as metrics_service
-from jobs.services.run_prefix import run_path, uses_run_id
-from jobs.services.runcheck import _run_output
-from jobs.spec.layout import main_container
-from jobs.spec.manifests import injected_env
+from jobs.observe import metrics as metrics_service
+from jobs.observe.run_prefix import run_path, uses_run_id
 from tests.jobs.test_metrics import ReportingRuntime, job, use_runtime  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from clusters.models import Cluster
 from clusters.services.inventory import upsert_local_nodes
+from jobs.explain import runcheck
+from jobs.explain.runcheck import MET, NOT_MET, TO_CONFIRM, clean_settings, gather, markdown_record, run_checks
 from jobs.models import Job, Pod, Task
-from jobs.services import runcheck
-from jobs.services.runcheck import MET, NOT_MET, TO_CONFIRM, clean_settings, gather, markdown_record, run_checks
 
 pytestmark = pytest.mark.django_db
 

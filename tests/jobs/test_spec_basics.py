@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from clusters.selectors import SelectorError, format_selector, matches, parse_selector
-from jobs.spec.layout import task_layout
-from jobs.spec.naming import head_service_name, pvc_name, task_name, to_resource_name, volume_name
+from jobs.jobspec.layout import task_layout
+from jobs.jobspec.naming import head_service_name, pvc_name, task_name, to_resource_name, volume_name
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import time
 
 import yaml
 
-from jobs.spec.document import normalize, parse_text, render_yaml
+from jobs.jobspec.document import normalize, parse_text, render_yaml
 from tests.spec_fixtures import base_doc, container, pod_spec
 
 
@@ -124,7 +124,7 @@ def test_render_round_trips_tricky_scalars():
         },
     }
     text = render_yaml(doc)
-    from jobs.spec.document import clean
+    from jobs.jobspec.document import clean
 
     assert yaml.safe_load(text) == clean(doc)
     assert render_yaml(doc) == text

@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 from clusters.models import Node
+from jobs.control import submission
+from jobs.jobspec.inventory import Inventory
 from jobs.models import Job, Pod, Task
-from jobs.services import submission
-from jobs.spec.inventory import Inventory
 from tests.spec_fixtures import SSH_KEY, base_doc, invalid_doc, seed_db
 
 pytestmark = pytest.mark.django_db

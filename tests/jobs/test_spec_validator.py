@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.spec.document import normalize
-from jobs.spec.validator import validate
+from jobs.jobspec.document import normalize
+from jobs.jobspec.validator import validate
 from tests.spec_fixtures import SSH_KEY, base_doc, container, inventory, pod_spec, template
 
 
@@ -416,7 +416,7 @@ mount_shadows_path env_name_invalid env_reserved secret_in_spec domain_unknown s
 
 def test_every_issue_code_has_a_case():
     assert set(ISSUE_CODES) <= set(CASES)
-    from jobs.spec.messages import MESSAGES
+    from jobs.jobspec.messages import MESSAGES
 
     assert set(CASES) <= set(MESSAGES)
 

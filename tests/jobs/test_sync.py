@@ -9,11 +9,12 @@ from django.test.utils import CaptureQueriesContext
 
 from clusters.models import Cluster
 from clusters.runtime.base import RuntimeFailure
+from jobs.control import controller
 from jobs.models import Job, Phase, Pod
-from jobs.services import controller, sync
-from jobs.services.log_markers import log_signals
-from jobs.services.status import get_condition, job_status, read_worker_log
-from jobs.services.sync import sync_all_clusters, sync_job
+from jobs.observe import sync
+from jobs.observe.log_markers import log_signals
+from jobs.observe.status import get_condition, job_status, read_worker_log
+from jobs.observe.sync import sync_all_clusters, sync_job
 from tests.fake_runtime import FakeRuntime, fake_clusters, job_document
 
 pytestmark = pytest.mark.django_db

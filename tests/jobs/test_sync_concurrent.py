@@ -13,9 +13,9 @@ import yaml
 from django.db import connection
 
 from clusters.models import Cluster, Node
+from jobs.control import controller
 from jobs.models import Job
-from jobs.services import controller
-from jobs.services.sync import sync_all_clusters, sync_jobs
+from jobs.observe.sync import sync_all_clusters, sync_jobs
 from tests.fake_runtime import job_document
 
 pytestmark = pytest.mark.django_db(transaction=True)

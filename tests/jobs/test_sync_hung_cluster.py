@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from clusters.models import Cluster
+from jobs.control import controller
 from jobs.models import Job, Pod
-from jobs.services import controller
-from jobs.services.status import get_condition
-from jobs.services.sync import sync_all_clusters
+from jobs.observe.status import get_condition
+from jobs.observe.sync import sync_all_clusters
 from tests.fake_k8s.server import FakeKubernetes
 from tests.fake_runtime import job_document
 

@@ -18,11 +18,12 @@ from django.test.utils import CaptureQueriesContext
 
 from clusters.models import Cluster
 from clusters.runtime import registry
+from jobs.control import controller
 from jobs.models import Job, Phase
 from jobs.models_metrics import MetricSample
-from jobs.services import controller, metrics
-from jobs.services.log_markers import log_signals, merge_signals
-from jobs.services.sync import sync_all_clusters, sync_job
+from jobs.observe import metrics
+from jobs.observe.log_markers import log_signals, merge_signals
+from jobs.observe.sync import sync_all_clusters, sync_job
 from tests.fake_k8s.fixtures import fake_k8s  # noqa: F401
 from tests.fake_runtime import FakeRuntime, job_document
 

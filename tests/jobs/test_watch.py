@@ -17,9 +17,9 @@ from django.db import OperationalError
 from clusters.models import Cluster
 from clusters.runtime import registry
 from clusters.runtime.kubernetes import KubernetesRuntime
+from jobs.control import controller
 from jobs.models import Job, Pod
-from jobs.services import controller
-from jobs.services.watcher import ClusterWatch, Dispatcher, Watcher
+from jobs.observe.watcher import ClusterWatch, Dispatcher, Watcher
 from tests.fake_k8s.fixtures import fake_k8s  # noqa: F401
 from tests.fake_runtime import FakeRuntime, job_document
 

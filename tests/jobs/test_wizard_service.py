@@ -1,11 +1,11 @@
-"""The wizard's pure mapping (jobs.services.wizard): templates, defaults, role mapping, document round trip."""
+"""The wizard's pure mapping (jobs.control.wizard): templates, defaults, role mapping, document round trip."""
 
 from __future__ import annotations
 
 import pytest
 from django.http import QueryDict
 
-from jobs.services import wizard as wz
+from jobs.control import wizard as wz
 
 CLUSTERS = ["local", "remote"]
 
@@ -222,7 +222,7 @@ def test_problems_map_to_steps(path, code, step):
 def test_demo_job_round_trips_through_the_wizard_unchanged():
     from pathlib import Path
 
-    from jobs.spec.document import normalize, parse_text, render_yaml
+    from jobs.jobspec.document import normalize, parse_text, render_yaml
 
     text = (Path(__file__).resolve().parents[2] / "examples" / "demo" / "job.yaml").read_text()
     document, problems = parse_text(text, "application/yaml")
@@ -283,7 +283,7 @@ spec:
 
 
 def test_fields_the_wizard_does_not_show_survive_an_edit():
-    from jobs.spec.document import normalize, parse_text, render_yaml
+    from jobs.jobspec.document import normalize, parse_text, render_yaml
 
     document, _problems = parse_text(RICH, "application/yaml")
     state = wz.from_document(document)

@@ -12,12 +12,12 @@ from django.core.management import call_command
 
 from clusters.models import Cluster
 from clusters.services.inventory import upsert_local_nodes
+from jobs.control import submission
+from jobs.control import wizard as wz
+from jobs.jobspec.document import normalize, render_yaml
+from jobs.jobspec.inventory import Inventory
+from jobs.jobspec.validator import validate
 from jobs.models import Job
-from jobs.services import submission
-from jobs.services import wizard as wz
-from jobs.spec.document import normalize, render_yaml
-from jobs.spec.inventory import Inventory
-from jobs.spec.validator import validate
 
 RLINF = Path("/work/shared/rlinf-configs")
 CHARGER = RLINF / "emb_realworld_charger_sac_cnn_async.yaml"

@@ -11,7 +11,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from clusters.models import Node
-from jobs.services.sync import sync_all_clusters
+from jobs.observe.sync import sync_all_clusters
 from tests.k8s_nodes.conftest import CLUSTER
 from tests.k8s_real.conftest import wait_for
 from tests.k8s_real.jobs import document, running, task

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from jobs.models import Job
-from jobs.services.sync import sync_all_clusters
+from jobs.observe.sync import sync_all_clusters
 from tests.k8s_real.conftest import wait_for
 
 IMAGE = "registry.example.com/rlinf/rlinf:0.2.1"

@@ -11,8 +11,8 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
+from domains import sidecar as network_sidecar
 from domains.models import Domain
-from jobs.spec import network_sidecar
 from tests.k8s_real.conftest import wait_for
 from tests.k8s_real.jobs import document, running, synced, task
 

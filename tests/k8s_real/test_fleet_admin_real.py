@@ -107,7 +107,7 @@ def test_control_plane_node_is_a_system_node(k8s_cluster, control_plane, own_nod
 
 
 def test_job_whose_selector_matches_only_cordoned_nodes_says_so(k8s_cluster, control_plane, own_nodes, alice):
-    from jobs.services.sync import sync_all_clusters
+    from jobs.observe.sync import sync_all_clusters
     from tests.k8s_real.jobs import document, task
 
     def ready() -> bool:  # adm-1 Ready and schedulable when the job is checked

@@ -12,7 +12,7 @@ import re
 import pytest
 from rest_framework.test import APIClient
 
-from jobs.services.sync import sync_all_clusters
+from jobs.observe.sync import sync_all_clusters
 from storage.models import StorageClass
 from tests.k8s_real.conftest import discard_namespace, wait_for
 from tests.k8s_real.jobs import document, task

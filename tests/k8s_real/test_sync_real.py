@@ -3,7 +3,7 @@
 - log signals are read from a cursor through the real ``pods/log`` (``timestamps=true``, ``sinceTime``): a header
   that prints 5,000 lines right after ``Ray cluster is ready`` before the first sync still leaves Pending, and the
   next read returns only the new lines;
-- the per-cluster watch (``jobs.services.watcher``) brings a Pod change in the API server to the job's stored
+- the per-cluster watch (``jobs.observe.watcher``) brings a Pod change in the API server to the job's stored
   status with no periodic sync running at all (its latency, goal p95 <= 2 s, is measured by
   ``bench/watch_latency.py``, not asserted here).
 """
@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 
 from clusters.runtime.kubernetes import KubernetesRuntime
 from jobs.models import Job, Pod
-from jobs.services.watcher import Dispatcher, Watcher
+from jobs.observe.watcher import Dispatcher, Watcher
 from tests.k8s_real.conftest import wait_for
 from tests.k8s_real.jobs import document, running, synced, task
 

@@ -332,7 +332,7 @@ def test_an_address_allocated_while_the_sync_looks_is_not_freed(monkeypatch, ali
     administrator's entry for another name, or a new Worker of a console job the pass did not see yet) must
     stay: the back office lost such an entry in CI when the pass had listed the domain a moment before."""
     from jobs.models import Job
-    from jobs.services import domain_ips
+    from jobs.observe import domain_ips
 
     d = _domain("race", "10.81.0.0/24")
     Job.objects.create(name="j-late", owner=alice, spec={"spec": {"domain": "race"}}, phase="Pending")

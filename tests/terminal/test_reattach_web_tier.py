@@ -73,7 +73,7 @@ from clusters.models import Cluster
 from clusters.runtime.kubernetes import KubernetesRuntime
 from django.contrib.auth import get_user_model
 from jobs.models import Job, Task
-from jobs.spec.manifests import build_task_manifests
+from jobs.jobspec.manifests import build_task_manifests
 doc = yaml.safe_load(Path("tests/fake_k8s/golden/job_3role.yaml").read_text())
 cluster = Cluster.objects.create(name="gpu-a", runtime="kubernetes", namespace="rlark-system",
                                  kubeconfig=os.environ["REATTACH_KUBECONFIG"], status="online",

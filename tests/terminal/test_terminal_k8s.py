@@ -29,8 +29,8 @@ REGISTRY = SimpleNamespace(name="corp", registry="registry.example.com", usernam
 def k8s_job(fake_k8s, fake_kubeconfig, alice, settings):  # noqa: F811
     from clusters.models import Cluster
     from clusters.runtime.kubernetes import KubernetesRuntime
+    from jobs.jobspec.manifests import build_task_manifests
     from jobs.models import Job, Task
-    from jobs.spec.manifests import build_task_manifests
 
     settings.RLARK_K8S_CONNECT_TIMEOUT = 2
     settings.RLARK_K8S_READ_TIMEOUT = 5

@@ -5,7 +5,7 @@ Usage: ``python -m tools.arch.graph OUT_STEM [--squash]`` writes ``OUT_STEM.dot`
 of more than one module. Modules are grouped by their layer in the ``[tool.importlinter]`` layers contract of
 pyproject.toml; red edges are part of a cycle, orange edges run from a lower layer to a higher one.
 Every import counts, including those inside function bodies (grimp reads them all). ``--squash`` draws one box
-per module the layers contract names (``jobs.spec`` for all of ``jobs/spec/``, ...) and leaves out the modules
+per module the layers contract names (``jobs.jobspec`` for all of ``jobs/jobspec/``, ...) and leaves out the modules
 no layer lists: the readable picture of docs/architecture.md.
 """
 

@@ -23,7 +23,7 @@ of its PID namespace (:func:`launcher.kill_group`); never by name.
 Restart safety: PIDs and process start times are recorded in ``state.json``; a restarted supervisor
 adopts Workers that are still alive (same PID and start time) and restarts the ones that vanished (a host
 reboot) in place with reason ``RuntimeRestarted`` (the sync then bumps the job's attempt, see
-``jobs.services.runtime_restart``). runconsole leaves the supervisor running when it stops.
+``jobs.observe.runtime_restart``). runconsole leaves the supervisor running when it stops.
 
 Unprivileged Workers (issue 16): as root, each job gets a slot of subordinate ids (:mod:`.idmap`,
 ``state["id_slots"]``); its Pod directories, volumes and claims belong to that uid, and the Worker runs

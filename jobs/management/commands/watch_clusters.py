@@ -1,5 +1,5 @@
 """``manage.py watch_clusters``: keep a watch of Pods and StatefulSets open on every Kubernetes cluster and sync
-the jobs they name within about a second (``jobs.services.watcher``). Run exactly one per installation; the
+the jobs they name within about a second (``jobs.observe.watcher``). Run exactly one per installation; the
 10-second periodic sync of Celery beat stays the safety net."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import threading
 
 from django.core.management.base import BaseCommand
 
-from jobs.services.watcher import Watcher
+from jobs.observe.watcher import Watcher
 
 
 class Command(BaseCommand):

@@ -1,0 +1,510 @@
+"""Translate a stored Job document into one :class:`~clusters.runtime.base.TaskManifest` per Task.
+
+Shared by both runtimes: Kubernetes applies the objects as they are; the local runtime reads the same
+StatefulSet-shaped ``workload`` dict (main container command, env, resources, volumes).
+
+Source: upstream-rlark 4.1-4.7 **without its flaws** (issue 5):
+
+- StatefulSet ``<job>-<task>`` in the cluster's namespace; labels ``rlinf.io/job``, ``rlinf.io/task`` and
+  ``app=<task>`` always added next to the user's labels (upstream drops ``app`` when the user sets labels, so the
+  head Service selected nothing); annotations ``rlark.io/ray-role``, ``rlark.io/ray-total-nodes``,
+  ``rlark.io/ray-node-rank-start``, ``rlark.io/ray-head-task-name``; ``podManagementPolicy: Parallel``;
+  ``serviceName`` = the head Service.
+- Headless head Service ``<headTask>-ray-head`` (GCS 6379, dashboard 8265, client 10001; ``clusterIP: None``,
+  never a NodePort/LoadBalancer: the Ray dashboard is never exposed outside the cluster).
+- One ConfigMap ``<task>-rlark-scripts`` per Task holding the wrapper scripts of ``clusters/scripts/`` (upstream
+  shares one ConfigMap between all jobs and overwrites it), mounted at ``/rlark/scripts``; the ``main``
+  container's command is ``["bash", "/rlark/scripts/ray_head.sh"|"ray_worker.sh"]`` (args left in place).
+- Env appended after the user's env exactly in upstream 4.5 order; several SSH keys go into
+  ``RLARK_SSH_PUBLIC_KEYS`` (newline-separated); ``POD_NAME`` and ``RLARK_NODE_IP`` via the downward API.
+- GPU/device requests = limits (whichever side the user filled); CPU/memory requests and limits as given
+  (a request without a limit keeps no limit; a limit without a request gets the request = limit).
+- ``/dev/shm`` stays a memory-backed emptyDir with the requested ``sizeLimit`` (the wizard writes it).
+- hostPath volumes as written; PVC volumes get a PVC object (``pvcStorageMap`` claim -> StorageClass) with a
+  size and access mode (``kubernetes.workload.pvcOptions[claim]`` ``{size, accessMode, reclaimPolicy}``, default
+  ``10Gi``/``ReadWriteOnce``/the ``pvc_policy`` argument) and the explicit policy annotation
+  ``rlark.io/pvc-reclaim: Retain|Delete`` that ``delete_task`` honours. The default ``Delete`` removes the claim
+  with its Task as upstream 4.9 does (kept on Stop); the data itself follows the StorageClass's reclaim policy
+  (``Retain`` for the console's object-storage classes, upstream 13). ``reclaimPolicy: Retain`` keeps the claim.
+- Ray token authentication (:mod:`clusters.ray_auth`): a Secret ``<task>-ray-auth`` per Task holding the job's
+  token (``extra_objects`` only) and ``RAY_AUTH_MODE=token`` / ``RAY_AUTH_TOKEN`` (``secretKeyRef``) on ``main``.
+- ``imagePullSecrets`` from the image registry that is the longest path-boundary prefix of the image (normalised
+  as ``storage.services`` does: ``ubuntu`` is ``docker.io/library/ubuntu``) and has credentials; the
+  Secret objects (with the decrypted password) are returned **only** in ``extra_objects``.
+- Non-privileged ``securityContext`` on every container (upstream: privileged everywhere).
+- ``nodeSelector`` becomes one NodeSelectorTerm whose expressions are ANDed across keys (``In`` with the comma
+  values; upstream makes one OR-ed term per multi-valued key); required pod anti-affinity on
+  ``kubernetes.io/hostname`` (one Ray node per host, as upstream).
+- No ``hostNetwork`` unless the template sets ``hostNetwork: true`` (upstream forces it on workers).
+
+Errors: :class:`ManifestError` (``ValueError``) for a template without a known cluster or without a
+``main`` container. Validation proper lives in ``jobs.jobspec.validator``; this module trusts a valid document.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from clusters import ray_auth
+from clusters.models import ImageRegistry
+from clusters.runtime.base import TaskManifest
+from clusters.selectors import parse_selector, values_of
+from domains import sidecar as network_sidecar
+from jobs.jobspec.layout import main_container, task_layout
+from jobs.jobspec.naming import head_service_name
+from storage.services import StorageError, match_registry, normalize_image, normalize_registry
+
+SCRIPTS_DIR = Path(__file__).resolve().parent.parent.parent / "clusters" / "scripts"
+SCRIPT_FILES = ("ray_head.sh", "ray_worker.sh", "ray_check.py")
+SCRIPTS_MOUNT = "/rlark/scripts"
+SCRIPTS_VOLUME = "rlark-scripts"
+RAY_PORT = 6379
+DASHBOARD_PORT = 8265
+CLIENT_PORT = 10001
+DEFAULT_PVC_SIZE = "10Gi"
+DEFAULT_ACCESS_MODE = "ReadWriteOnce"
+FIELD_MANAGER = "rlark-console"
+
+LABEL_JOB = "rlinf.io/job"
+LABEL_TASK = "rlinf.io/task"
+LABEL_APP = "app"
+LABEL_MANAGED = "app.kubernetes.io/managed-by"
+ANN_ROLE = "rlark.io/ray-role"
+ANN_TOTAL = "rlark.io/ray-total-nodes"
+ANN_RANK_START = "rlark.io/ray-node-rank-start"
+ANN_HEAD_TASK = "rlark.io/ray-head-task-name"
+ANN_PVC_RECLAIM = "rlark.io/pvc-reclaim"
+ANN_STORAGE_CLASS = "rlark.io/storage-class"
+RLINF_VOLUME = "rlark-rlinf-config"
+RLINF_MOUNT = "/rlark/rlinf"
+RLINF_FILE = "config.yaml"
+ANN_REGISTRY = "rlark.io/registry"
+
+# Resources whose request must equal their limit (extended resources cannot be overcommitted).
+_EQUAL_KEYS_PREFIXES = ("rlinf.io/device",)
+
+
+class ManifestError(ValueError):
+    """The document cannot be translated (unknown cluster, no ``main`` container)."""
+
+
+def scripts() -> dict[str, str]:
+    """The wrapper scripts as ConfigMap data ``{file name: text}`` (read from ``clusters/scripts/``)."""
+    return {name: (SCRIPTS_DIR / name).read_text() for name in SCRIPT_FILES if (SCRIPTS_DIR / name).exists()}
+
+
+def _is_equal_resource(key: str) -> bool:
+    return key.endswith("/gpu") or key.startswith(_EQUAL_KEYS_PREFIXES)
+
+
+def _resources(container: Mapping) -> dict[str, dict[str, Any]]:
+    """GPU/device requests = limits; cpu/memory requests and limits kept (limit-only -> request = limit)."""
+    res = container.get("resources") or {}
+    requests = {k: v for k, v in (res.get("requests") or {}).items() if v not in (None, "")}
+    limits = {k: v for k, v in (res.get("limits") or {}).items() if v not in (None, "")}
+    for key in set(requests) | set(limits):
+        if _is_equal_resource(key):
+            value = limits.get(key, requests.get(key))
+            requests[key] = limits[key] = value
+        elif key in limits and key not in requests:
+            requests[key] = limits[key]
+    out: dict[str, dict[str, Any]] = {}
+    if requests:
+        out["requests"] = {k: _quantity_str(requests[k]) for k in sorted(requests)}
+    if limits:
+        out["limits"] = {k: _quantity_str(limits[k]) for k in sorted(limits)}
+    return out
+
+
+def _quantity_str(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def node_affinity(selector: Mapping[str, str]) -> dict[str, Any] | None:
+    """One required NodeSelectorTerm; one ``In`` expression per key (comma values = any of), keys ANDed."""
+    if not selector:
+        return None
+    expressions = [{"key": k, "operator": "In", "values": values_of(v)} for k, v in selector.items()]
+    return {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": expressions}]}
+    }
+
+
+def _normalizers():
+    """``storage.services`` normalisation (the image-registry owner's rules), so the wizard's warning, the API and
+    the runtime agree on which registry an image belongs to."""
+
+    return normalize_image, normalize_registry, StorageError
+
+
+def registry_for_image(image: str, registries: Iterable[Any]) -> Any | None:
+    """The registry ``image`` pulls from (``storage.services.match_registry``: longest path-boundary prefix)."""
+
+    return match_registry(image, registries)
+
+
+def registry_secret(reg: Any, namespace: str) -> dict[str, Any]:
+    """A ``kubernetes.io/dockerconfigjson`` Secret for ``reg`` (holds the decrypted password)."""
+    _, normalize_registry, _ = _normalizers()
+    host = normalize_registry(reg.registry).split("/", 1)[0]
+    auth = base64.b64encode(f"{reg.username}:{reg.password}".encode()).decode()
+    config = {"auths": {host: {"username": reg.username, "password": reg.password, "auth": auth}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/dockerconfigjson",
+        "metadata": {
+            "name": registry_secret_name(reg),
+            "namespace": namespace,
+            "labels": {LABEL_MANAGED: FIELD_MANAGER, "rlark.io/image-registry": "true"},
+            "annotations": {ANN_REGISTRY: host},
+        },
+        "data": {".dockerconfigjson": base64.b64encode(json.dumps(config, sort_keys=True).encode()).decode()},
+    }
+
+
+def registry_secret_name(reg: Any) -> str:
+    return f"rlark-registry-{reg.name}"
+
+
+def _env(name: str, value: str) -> dict[str, Any]:
+    return {"name": name, "value": str(value)}
+
+
+def _field_env(name: str, path: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": path}}}
+
+
+def injected_env(
+    *,
+    head: bool,
+    template: Mapping,
+    rank_start: int,
+    total_nodes: int,
+    head_task: str,
+    domain: str,
+    ssh_keys: list[str],
+) -> list[dict[str, Any]]:
+    """The env appended after the user's env (upstream 4.5 order)."""
+    env = [_env("RLARK_RAY_PORT", RAY_PORT)]
+    if str(template.get("prepareScript") or "").strip():
+        env.append(_env("RLARK_PREPARE_SCRIPT", template["prepareScript"]))
+    if head and str(template.get("runScript") or "").strip():
+        env.append(_env("RLARK_RUN_SCRIPT", template["runScript"]))
+    keys = [k.strip() for k in ssh_keys if k and k.strip()]
+    if keys:
+        env.append(_env("RLARK_SSH_PUBLIC_KEYS", "\n".join(keys)))
+    env.append(_env("RLARK_NODE_RANK_START", rank_start))
+    env.append(_field_env("POD_NAME", "metadata.name"))
+    if head:
+        env.append(_env("RLARK_TOTAL_NODES", total_nodes))
+        env.append(_field_env("RLARK_NODE_IP", "status.podIP"))
+        if domain:
+            env.append(_env("RLARK_DOMAIN", domain))
+        # RLark goes further (issue 14.2): a per-run output prefix, see jobs.observe.run_prefix
+        env.append(_field_env("RLARK_RUN_ID", "metadata.uid"))
+    else:
+        address = f"{head_task}-0.rlark-domain" if domain else head_service_name(head_task)
+        env.append(_env("RLARK_HEAD_ADDRESS", address))
+    return env
+
+
+def _security_context(existing: Mapping | None) -> dict[str, Any]:
+    ctx = dict(existing or {})
+    ctx["privileged"] = False
+    ctx["allowPrivilegeEscalation"] = False
+    return ctx
+
+
+def build_task_manifests(
+    job_name: str,
+    document: dict,
+    *,
+    clusters: Mapping[str, Any],
+    registries: Iterable[Any] | None = None,
+    ssh_keys: list[str] | None = None,
+    storage_classes: Mapping[str, str] | None = None,
+    pvc_policy: str = "Delete",
+    rlinf_config: str = "",
+    ray_auth_token: str = "",
+) -> list[TaskManifest]:
+    """One TaskManifest per ``spec.tasks[]`` template, in order.
+
+    - ``job_name``: the Job's name (overrides ``metadata.name`` of the document for naming).
+    - ``clusters``: cluster name -> Cluster-like (``.name``, ``.namespace``); each template's ``cluster`` picks one.
+    - ``registries``: ImageRegistry-like objects (``.name``, ``.registry``, ``.username``, ``.password``,
+      ``.public``); ``None`` loads every ``clusters.models.ImageRegistry``.
+    - ``ssh_keys``: the public key lines to inject (already resolved from ``spec.sshPublicKeys``).
+    - ``storage_classes``: console storage-class name -> Kubernetes ``storageClassName`` (identity if absent).
+    - ``pvc_policy``: ``Delete`` (default: the claim goes with its Task) or ``Retain`` (kept after deletion).
+    - ``rlinf_config``: the RLinf Hydra YAML attached to the Job (text; may be empty). When given, every Worker
+      gets it at ``/rlark/rlinf/config.yaml`` (ConfigMap ``<task>-rlinf-config``) and ``RLARK_RLINF_CONFIG``
+      pointing there, so the run script uses exactly the config the console checked (rlinf.md 3, 8).
+    - ``ray_auth_token``: the Job's Ray token (:func:`clusters.ray_auth.job_token`). When given, every Task gets
+      the Secret ``<task>-ray-auth`` in ``extra_objects`` and its ``main`` container ``RAY_AUTH_MODE=token`` and
+      ``RAY_AUTH_TOKEN`` from that Secret (:mod:`clusters.ray_auth`); the token is in no other object.
+
+    Raises ManifestError for an unknown cluster or a template without containers.
+    """
+    if registries is None:
+        registries = list(ImageRegistry.objects.all())
+    registries = list(registries)
+    storage_classes = storage_classes or {}
+    document = copy.deepcopy(document)
+    document.setdefault("metadata", {})["name"] = job_name
+    spec = document.get("spec") or {}
+    templates = [t for t in spec.get("tasks") or [] if isinstance(t, dict)]
+    stopped = bool(spec.get("stopped"))
+    domain = str(spec.get("domain") or "")
+    script_data = scripts()
+    out: list[TaskManifest] = []
+    for layout, template in zip(task_layout(document), templates, strict=True):
+        cluster = clusters.get(layout.cluster)
+        if cluster is None:
+            raise ManifestError(f"task {layout.template_name!r}: unknown cluster {layout.cluster!r}")
+        namespace = cluster.namespace
+        task = layout.task_name
+        head = layout.head
+        head_task = layout.head_task_name
+        ray_role = "head" if head else "worker"
+        replicas = 0 if stopped else layout.replicas
+        base_labels = {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_APP: task}
+        annotations = {
+            ANN_ROLE: ray_role,
+            ANN_TOTAL: str(layout.total_nodes),
+            ANN_RANK_START: str(layout.rank_start),
+        }
+        if head_task:
+            annotations[ANN_HEAD_TASK] = head_task
+
+        workload = (template.get("kubernetes") or {}).get("workload") or {}
+        pod_template = copy.deepcopy(workload.get("template") or {})
+        pod_meta = pod_template.setdefault("metadata", {})
+        pod_meta["labels"] = {**(pod_meta.get("labels") or {}), **base_labels}
+        pod_meta["annotations"] = {**(pod_meta.get("annotations") or {}), **annotations}
+        pod_spec = pod_template.setdefault("spec", {})
+        containers = pod_spec.get("containers") or []
+        if not containers:
+            raise ManifestError(f"task {layout.template_name!r}: the pod template has no containers")
+        main = main_container(template)
+        main_index = next((i for i, c in enumerate(containers) if c.get("name") == main.get("name")), 0)
+
+        extra: list[dict[str, Any]] = []
+        # image pull secrets (Secrets carry the decrypted password: extra_objects only)
+        pull_secrets = [dict(s) for s in pod_spec.get("imagePullSecrets") or []]
+        for c in [*pod_spec.get("initContainers", []), *containers]:
+            reg = registry_for_image(str(c.get("image") or ""), registries)
+            if reg is None or not getattr(reg, "username", "") or not getattr(reg, "password", ""):
+                continue  # public or credential-less registry: nothing to pull with
+            name = registry_secret_name(reg)
+            if {"name": name} not in pull_secrets:
+                pull_secrets.append({"name": name})
+                extra.append(registry_secret(reg, namespace))
+
+        for i, c in enumerate(containers):
+            c = dict(c)
+            c["securityContext"] = _security_context(c.get("securityContext"))
+            if i == main_index:
+                c["name"] = "main"
+                c["command"] = ["bash", f"{SCRIPTS_MOUNT}/{'ray_head.sh' if head else 'ray_worker.sh'}"]
+                c["env"] = list(c.get("env") or []) + injected_env(
+                    head=head,
+                    template=template,
+                    rank_start=layout.rank_start,
+                    total_nodes=layout.total_nodes,
+                    head_task=head_task,
+                    domain=domain,
+                    ssh_keys=list(ssh_keys or []),
+                )
+                mounts = [m for m in c.get("volumeMounts") or [] if m.get("name") not in (SCRIPTS_VOLUME, RLINF_VOLUME)]
+                c["volumeMounts"] = mounts + [{"name": SCRIPTS_VOLUME, "mountPath": SCRIPTS_MOUNT, "readOnly": True}]
+                if ray_auth_token:
+                    c["env"] += ray_auth.container_env(task)
+                if rlinf_config:
+                    c["volumeMounts"].append({"name": RLINF_VOLUME, "mountPath": RLINF_MOUNT, "readOnly": True})
+                    c["env"].append({"name": "RLARK_RLINF_CONFIG", "value": f"{RLINF_MOUNT}/{RLINF_FILE}"})
+                if head:
+                    ports = [p for p in c.get("ports") or [] if p.get("containerPort") not in (RAY_PORT,)]
+                    c["ports"] = ports + [
+                        {"name": "gcs", "containerPort": RAY_PORT, "protocol": "TCP"},
+                        {"name": "dashboard", "containerPort": DASHBOARD_PORT, "protocol": "TCP"},
+                        {"name": "client", "containerPort": CLIENT_PORT, "protocol": "TCP"},
+                    ]
+            resources = _resources(c)
+            if resources:
+                c["resources"] = resources
+            else:
+                c.pop("resources", None)
+            containers[i] = c
+        pod_spec["containers"] = containers
+        for i, c in enumerate(pod_spec.get("initContainers") or []):
+            pod_spec["initContainers"][i] = {**c, "securityContext": _security_context(c.get("securityContext"))}
+
+        configmap_name = f"{task}-rlark-scripts"
+        volumes = [v for v in pod_spec.get("volumes") or [] if v.get("name") not in (SCRIPTS_VOLUME, RLINF_VOLUME)]
+        volumes.append({"name": SCRIPTS_VOLUME, "configMap": {"name": configmap_name, "defaultMode": 0o555}})
+        if rlinf_config:
+            volumes.append({"name": RLINF_VOLUME, "configMap": {"name": f"{task}-rlinf-config"}})
+            extra.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "name": f"{task}-rlinf-config",
+                        "namespace": namespace,
+                        "labels": {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_MANAGED: FIELD_MANAGER},
+                    },
+                    "data": {RLINF_FILE: rlinf_config},
+                }
+            )
+        pod_spec["volumes"] = volumes
+        if ray_auth_token:
+            labels = {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_MANAGED: FIELD_MANAGER}
+            extra.append(ray_auth.secret(task, namespace, labels, ray_auth_token))
+
+        # PVCs for every persistentVolumeClaim volume
+        pvc_map = workload.get("pvcStorageMap") or {}
+        pvc_options = workload.get("pvcOptions") or {}
+        for vol in volumes:
+            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+            if not claim:
+                continue
+            opts = pvc_options.get(claim) or {}
+            console_class = str(pvc_map.get(claim) or "")
+            policy = str(opts.get("reclaimPolicy") or pvc_policy)
+            pvc_spec: dict[str, Any] = {
+                "accessModes": [str(opts.get("accessMode") or DEFAULT_ACCESS_MODE)],
+                "resources": {"requests": {"storage": str(opts.get("size") or DEFAULT_PVC_SIZE)}},
+            }
+            if console_class:
+                pvc_spec["storageClassName"] = storage_classes.get(console_class, console_class)
+            pvc_annotations = {ANN_PVC_RECLAIM: "Retain" if policy == "Retain" else "Delete"}
+            if console_class:
+                pvc_annotations[ANN_STORAGE_CLASS] = console_class
+            extra.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {
+                        "name": claim,
+                        "namespace": namespace,
+                        "labels": {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_MANAGED: FIELD_MANAGER},
+                        "annotations": pvc_annotations,
+                    },
+                    "spec": pvc_spec,
+                }
+            )
+
+        if pull_secrets:
+            pod_spec["imagePullSecrets"] = pull_secrets
+        selector = parse_selector(template.get("nodeSelector"))
+        pod_spec.pop("nodeSelector", None)
+        affinity = dict(pod_spec.get("affinity") or {})
+        node_aff = node_affinity(selector)
+        if node_aff:
+            affinity["nodeAffinity"] = node_aff
+        affinity["podAntiAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {LABEL_TASK: task}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+        pod_spec["affinity"] = affinity
+        if template.get("hostNetwork") is True or pod_spec.get("hostNetwork") is True:
+            pod_spec["hostNetwork"] = True
+            pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+        else:
+            pod_spec.pop("hostNetwork", None)
+        pod_spec.setdefault("restartPolicy", "Always")
+        if domain and getattr(cluster, "runtime", "kubernetes") == "kubernetes":  # issue 13: the native sidecar
+            net_labels = {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_MANAGED: FIELD_MANAGER}
+            image = str(getattr(cluster, "network_agent_image", "") or "")
+            extra.append(network_sidecar.add(pod_spec, task=task, namespace=namespace, labels=net_labels, image=image))
+
+        extra.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": configmap_name,
+                    "namespace": namespace,
+                    "labels": {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_MANAGED: FIELD_MANAGER},
+                },
+                "data": dict(script_data),
+            }
+        )
+        if head:
+            extra.append(head_service(job_name, task, namespace, annotations))
+
+        statefulset = {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {
+                "name": task,
+                "namespace": namespace,
+                "labels": {**base_labels, LABEL_MANAGED: FIELD_MANAGER},
+                "annotations": dict(annotations),
+            },
+            "spec": {
+                "replicas": replicas,
+                "serviceName": head_service_name(head_task or task),
+                "podManagementPolicy": "Parallel",
+                "selector": {"matchLabels": {LABEL_JOB: job_name, LABEL_TASK: task}},
+                "template": pod_template,
+            },
+        }
+        out.append(
+            TaskManifest(
+                job=job_name,
+                task=task,
+                namespace=namespace,
+                ray_role=ray_role,
+                replicas=replicas,
+                rank_start=layout.rank_start,
+                total_nodes=layout.total_nodes,
+                head_task=head_task,
+                workload=statefulset,
+                extra_objects=tuple(extra),
+            )
+        )
+    return out
+
+
+def head_service(job: str, task: str, namespace: str, annotations: Mapping[str, str] | None = None) -> dict:
+    """The headless head Service ``<task>-ray-head`` (ClusterIP None; never exposed outside the cluster)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": head_service_name(task),
+            "namespace": namespace,
+            "labels": {LABEL_JOB: job, LABEL_TASK: task, LABEL_APP: task, LABEL_MANAGED: FIELD_MANAGER},
+        },
+        "spec": {
+            "type": "ClusterIP",
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {LABEL_JOB: job, LABEL_TASK: task},
+            "ports": [
+                {"name": "gcs", "port": RAY_PORT, "targetPort": RAY_PORT, "protocol": "TCP"},
+                {"name": "dashboard", "port": DASHBOARD_PORT, "targetPort": DASHBOARD_PORT, "protocol": "TCP"},
+                {"name": "client", "port": CLIENT_PORT, "targetPort": CLIENT_PORT, "protocol": "TCP"},
+            ],
+        },
+    }
+
+
+def redacted(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a manifest object safe to log or show: Secret ``data``/``stringData`` values replaced."""
+    out = copy.deepcopy(dict(obj))
+    if out.get("kind") == "Secret":
+        for key in ("data", "stringData"):
+            if key in out:
+                out[key] = dict.fromkeys(out[key], "<redacted>")
+    return out

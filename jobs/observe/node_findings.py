@@ -1,0 +1,69 @@
+"""Diagnosis rule: a Worker's node is under pressure (issue 15 point 4b).
+
+For each Worker Pod of the job placed on a node, the node's stored conditions (``clusters.node_health``)
+are read; a ``DiskPressure`` / ``MemoryPressure`` / ``PIDPressure`` / ``NetworkUnavailable`` that is True, or a
+Ready that is not True, becomes a ``node_condition`` warning naming the Worker, its node and the conditions,
+with the node's latest Warning event as evidence. One query for all the job's nodes.
+
+``jobs.explain.diagnosis`` imports this module (never the other way): it registers :data:`TEXT` and
+:data:`DETAIL` and turns each :class:`NodeProblem` into a ``node_condition`` Finding in ``diagnose_job``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusters.models import Node
+from clusters.node_health import problems
+from jobs.models import Pod
+
+CODE = "node_condition"
+TEXT = (
+    "Worker 所在节点状态异常",
+    "The Worker's node reports a problem",
+    "节点磁盘、内存、进程数或网络压力，或节点未就绪",
+    "Disk, memory, PID or network pressure on the node, or the node is not Ready",
+    "请管理员在后台“节点”页查看该节点的状况和事件；必要时封锁节点并在其他节点重启任务。",
+    "Ask an administrator to check the node's conditions and events in the back office (Nodes); cordon it"
+    " and restart the job elsewhere if needed.",
+)
+DETAIL = ("节点 {node}：{conditions}。{event}", "Node {node}: {conditions}. {event}")
+
+
+@dataclass(frozen=True)
+class NodeProblem:
+    """One Worker Pod on a node that reports problems: ``conditions`` like ``"DiskPressure, Ready=False"``,
+    ``event`` the node's latest Warning event (``"reason: message"``) or ''."""
+
+    pod: str
+    role: str
+    node: str
+    conditions: str
+    event: str
+
+
+def node_problems(job) -> list[NodeProblem]:
+    """The problems of the nodes under the Workers of ``job`` (module docstring); one query for all nodes."""
+    pods = list(
+        Pod.objects.filter(task__job=job)
+        .exclude(node="")
+        .exclude(phase__in=["Succeeded", "Failed"])
+        .values_list("name", "node", "task__cluster_id", "task__display_role", "task__template_name")
+    )
+    if not pods:
+        return []
+    wanted = {(cluster, node) for _name, node, cluster, _r, _t in pods}
+    nodes = {
+        (n.cluster_id, n.name): n
+        for n in Node.objects.filter(cluster_id__in={c for c, _n in wanted}, name__in={n for _c, n in wanted})
+    }
+    out = []
+    for name, node_name, cluster_id, display_role, template in pods:
+        node = nodes.get((cluster_id, node_name))
+        found = problems(node.conditions) if node is not None else []
+        if not found:
+            continue
+        latest = (node.events or [None])[0]
+        event = f"{latest['reason']}: {latest['message']}" if latest else ""
+        out.append(NodeProblem(name, display_role or template, node_name, ", ".join(found), event))
+    return out

@@ -1,0 +1,47 @@
+"""The current run's output prefix (issue 14.2; seed 02-confirm-job-running.txt, check 5: "checkpoint 使用本次运行的
+唯一前缀").
+
+Every Header Pod gets ``RLARK_RUN_ID`` = its Pod UID (``jobs.jobspec.manifests.injected_env``, downward API), so a
+run script can write under ``/output/$RLARK_RUN_ID``. A new attempt (start, restart, edit-and-restart) creates new
+Pods and so a new id; a container restart inside one attempt keeps it. A ``tensorBoardDir`` or run-check
+``output_path`` that contains ``$RLARK_RUN_ID`` (or ``${RLARK_RUN_ID}``) is read with the current run's id in its
+place, so the Metrics tab and the Run check never count another run's (or another job's) files.
+"""
+
+from __future__ import annotations
+
+import re
+
+from jobs.models import Pod
+
+RUN_ID_ENV = "RLARK_RUN_ID"
+_VARIABLE = re.compile(r"\$(?:\{RLARK_RUN_ID\}|RLARK_RUN_ID(?![A-Za-z0-9_]))")
+
+
+def uses_run_id(path: str) -> bool:
+    """True when ``path`` names the per-run prefix (``$RLARK_RUN_ID`` / ``${RLARK_RUN_ID}``)."""
+    return bool(_VARIABLE.search(path or ""))
+
+
+def current_run_id(job) -> str:
+    """The ``RLARK_RUN_ID`` of the job's current run: the UID of its newest Header Pod (rank 0); "" before the
+    Header Pod exists."""
+    pod = (
+        Pod.objects.filter(task__job=job, task__head=True, ordinal=0)
+        .exclude(uid="")
+        .order_by("-created_at", "-id")
+        .only("uid")
+        .first()
+    )
+    return pod.uid if pod is not None else ""
+
+
+def run_path(job, path: str) -> str | None:
+    """``path`` with the current run's id substituted; ``path`` itself when it does not use the run id; None when
+    it does but the run has no Header Pod yet (nothing of this run can exist)."""
+    if not uses_run_id(path):
+        return path
+    run_id = current_run_id(job)
+    if not run_id:
+        return None
+    return _VARIABLE.sub(run_id, path)

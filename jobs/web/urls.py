@@ -1,0 +1,28 @@
+"""Pages of the jobs app (mounted at /jobs/)."""
+
+from django.urls import path
+
+from jobs.web import views
+
+app_name = "jobs"
+urlpatterns: list = [
+    path("", views.job_list, name="list"),
+    path("<str:name>/", views.job_detail, name="detail"),
+    path("<str:name>/log/", views.job_log, name="log"),
+    path("<str:name>/<str:action>/", views.job_action, name="action"),
+]
+
+# Job wizard (H6): registered first so "new/" is not taken for a job name.
+from jobs.web import wizard_views  # noqa: E402
+
+urlpatterns[:0] = wizard_views.urlpatterns
+
+# Diagnosis, Run check and Metrics tabs (H8): registered before "<name>/<action>/".
+from jobs.web import diagnosis_views  # noqa: E402
+
+urlpatterns[:0] = diagnosis_views.urlpatterns
+
+# Open in TensorBoard (issue 14.12b): registered before "<name>/<action>/".
+from jobs.web import tensorboard_views  # noqa: E402
+
+urlpatterns[:0] = tensorboard_views.urlpatterns
