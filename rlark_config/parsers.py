@@ -93,7 +93,7 @@ def number(kind: type[int] | type[float], low: float | None = None, high: float 
         except ValueError:
             raise ValueError(f"{raw!r} is not {'an integer' if kind is int else 'a number'}") from None
         if (low is not None and value < low) or (high is not None and value > high):
-            raise ValueError(f"{raw!r} is outside {_span(low, high)}")
+            raise ValueError(f"{raw!r} is {_span(low, high)}")
         return value
 
     return parse
@@ -123,5 +123,5 @@ def port_or_none(raw: str) -> int | None:
 
 def _span(low: float | None, high: float | None) -> str:
     if low is not None and high is not None:
-        return f"{low:g}..{high:g}"
-    return f">= {low:g}" if low is not None else f"<= {high:g}"
+        return f"outside {low:g}..{high:g}"
+    return f"less than {low:g}" if low is not None else f"more than {high:g}"
