@@ -113,118 +113,150 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=200)
     parser.add_argument("--pings", type=int, default=500)
     parser.add_argument("--ray", action=argparse.BooleanOptionalAction, default=True)
     quick_defaults(parser, mb=20, pings=100, ray=False)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+class Bed:
+    """Two isolated local clusters ``bench-a`` and ``bench-b`` on a private supervisor (state under ``tmp``), the
+    domain relay in this process, domain ``d1``; ``pair``: the plain veth pair once made (removed at the end)."""
+
+    def __init__(self, tmp: Path) -> None:
+        os.environ.update(RLARK_VAR_DIR=str(tmp / "var"), DJANGO_SETTINGS_MODULE="rlark_console.settings")
+        os.environ.pop("DATABASE_URL", None)
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        from domains.models import Domain
+        from tests.clusters.test_local_runtime_support import SupervisorProcess, nodes_spec
+        from tests.domains.support import RelayThread, isolated_runtime
+
+        self.tmp = tmp
+        nodes = nodes_spec(("n1", {}, {"cpu": 4}), ("n2", {}, {"cpu": 4}))
+        self.relay = RelayThread().start()
+        os.environ["RLARK_DOMAIN_RELAY_PORT"] = str(self.relay.port)
+        self.sup = SupervisorProcess(tmp / "root", RLARK_LOCAL_STOP_GRACE="2").start()
+        self.a, self.b = isolated_runtime(self.sup, "bench-a", nodes), isolated_runtime(self.sup, "bench-b", nodes)
+        self.runtimes = {"bench-a": self.a, "bench-b": self.b}
+        self.d1 = Domain.objects.create(name="d1", cidr="10.100.0.0/16")
+        self.pair: tuple[str, str] | None = None
+
+    def publish(self) -> None:
+        """The domain's members to the relay and to both clusters."""
+        from domains import dataplane
+
+        members = dataplane.memberships()
+        self.relay.allowed = {(m["domain"], m["ip"]) for c in members.values() for m in c.values()}
+        for name, rt in self.runtimes.items():
+            rt.set_domain_members(members.get(name, {}))
+
+    def close(self) -> None:
+        from clusters.runtime.local import netns
+
+        if self.pair:
+            for ns in self.pair:
+                subprocess.run(["ip", "netns", "del", ns], check=False)
+        self.sup.stop()
+        self.relay.stop()
+        for c in self.runtimes:
+            netns.delete_cluster(c)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def data_path(bed: Bed, args: argparse.Namespace) -> None:
+    """Throughput, RTT and the relay's CPU: two domain members against a plain veth pair."""
+    from clusters.runtime.local import netns
+    from domains import services
+    from tests.domains.support import domain_manifest
+
+    a, b = bed.a, bed.b
+    sleep = ["bash", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
+    a.apply_task(domain_manifest("bj", "header", head=True, domain="d1", command=sleep))
+    b.apply_task(domain_manifest("bj", "rollout", head=False, domain="d1", command=sleep))
+    wait_for(lambda: b.list_pods("rlark-system", "bj") and a.list_pods("rlark-system", "bj"), 30, "pods")
+    services.allocate(bed.d1, "bench-a/rlark-system/bj-header-0", "bj", "bj-header")
+    ip_b = services.allocate(bed.d1, "bench-b/rlark-system/bj-rollout-0", "bj", "bj-rollout")
+    bed.publish()
+    wait_for(lambda: len(bed.relay.relay.members()) == 2, 60, "members connected")
+    ns_a, ns_b = netns.pod_netns("bench-a", "bj-header-0"), netns.pod_netns("bench-b", "bj-rollout-0")
+    bed.pair = veth_pair()
+    veth_mbps, veth_rtt = pump(bed.pair[1], bed.pair[0], "10.199.0.2", args.mb, args.pings)
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.monotonic()
+    dom_mbps, dom_rtt = pump(ns_b, ns_a, ip_b, args.mb, args.pings)
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    wall = time.monotonic() - t0
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    carried = (args.mb * 8 * 1.048576) / max(wall, 1e-9)  # average Mbit/s over the whole run (pings included)
+    print(f"TCP throughput: plain veth {veth_mbps:.0f} Mbit/s, domain {dom_mbps:.0f} Mbit/s")
+    print(f"ratio domain/veth: {dom_mbps / veth_mbps:.3f}")
+    print(
+        f"RTT p50/p95: veth {pct(veth_rtt, 0.5) * 1e3:.3f}/{pct(veth_rtt, 0.95) * 1e3:.3f} ms, "
+        f"domain {pct(dom_rtt, 0.5) * 1e3:.3f}/{pct(dom_rtt, 0.95) * 1e3:.3f} ms"
+    )
+    per100 = cpu / wall / carried * 100
+    print(f"relay CPU: {cpu / wall:.2f} cores at {carried:.0f} Mbit/s = {per100:.2f} cores per 100 Mbit/s")
+    dropped = sum(v for k, v in bed.relay.relay.stats.items() if k.startswith("dropped"))
+    print(f"relay packets {bed.relay.relay.stats['packets']}, dropped {dropped}", flush=True)
+    a.delete_task("rlark-system", "bj-header")
+    b.delete_task("rlark-system", "bj-rollout")
+
+
+def ray_form_times(bed: Bed) -> None:
+    """A 3-node Ray cluster formed across the clusters over the domain, against the same job inside one cluster."""
+    from domains import services
+    from tests.clusters.test_local_runtime_support import manifest
+    from tests.domains.support import domain_manifest
+
+    a, b = bed.a, bed.b
+    run = RAY_RUN
+    t = time.monotonic()
+    a.apply_task(domain_manifest("rj", "header", head=True, domain="d1", total=3, run=run))
+    b.apply_task(domain_manifest("rj", "rollout", head=False, domain="d1", replicas=2, rank_start=1, total=3))
+    wait_for(lambda: len(b.list_pods("rlark-system", "rj")) == 2 and a.list_pods("rlark-system", "rj"), 30, "pods")
+    for rt, name in ((a, "bench-a"), (b, "bench-b")):
+        for p in rt.list_pods("rlark-system", "rj"):
+            services.allocate(bed.d1, f"{name}/rlark-system/{p.name}", "rj", p.task)
+    bed.publish()
+    wait_for(lambda: "ALIVE 3" in a.read_log("rlark-system", "rj-header-0"), 300, "3 nodes over the domain", 0.5)
+    cross = time.monotonic() - t
+    print(f"Ray 3-node form time across clusters over the domain: {cross:.1f} s", flush=True)
+    a.delete_task("rlark-system", "rj-header")
+    b.delete_task("rlark-system", "rj-rollout")
+    t = time.monotonic()
+    a.apply_task(manifest("sj", "header", head=True, total=3, run=run))
+    a.apply_task(manifest("sj", "rollout", head=False, replicas=2, rank_start=1, total=3))
+    wait_for(lambda: "ALIVE 3" in a.read_log("rlark-system", "sj-header-0"), 300, "3 nodes in one cluster", 0.5)
+    same = time.monotonic() - t
+    print(f"Ray 3-node form time in one isolated cluster: {same:.1f} s")
+    print(f"ratio form domain/same-cluster: {cross / same:.2f}")
+    a.delete_task("rlark-system", "sj-header")
+    a.delete_task("rlark-system", "sj-rollout")
+
+
+def main() -> int:
+    args = parse_args()
     if os.geteuid() != 0:
         print("bench/domain.py needs root (network namespaces, TUN); skipped")
         return 0
-
-    tmp = Path(tempfile.mkdtemp(prefix="rlark-bench-domain-"))
-    os.environ.update(RLARK_VAR_DIR=str(tmp / "var"), DJANGO_SETTINGS_MODULE="rlark_console.settings")
-    os.environ.pop("DATABASE_URL", None)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    from clusters.runtime.local import netns
-    from domains import dataplane, services
-    from domains.models import Domain
-    from tests.clusters.test_local_runtime_support import SupervisorProcess, manifest, nodes_spec
-    from tests.domains.support import RelayThread, domain_manifest, isolated_runtime
-
-    nodes = nodes_spec(("n1", {}, {"cpu": 4}), ("n2", {}, {"cpu": 4}))
-    relay = RelayThread().start()
-    os.environ["RLARK_DOMAIN_RELAY_PORT"] = str(relay.port)
-    sup = SupervisorProcess(tmp / "root", RLARK_LOCAL_STOP_GRACE="2").start()
-    a, b = isolated_runtime(sup, "bench-a", nodes), isolated_runtime(sup, "bench-b", nodes)
-    runtimes = {"bench-a": a, "bench-b": b}
-    d1 = Domain.objects.create(name="d1", cidr="10.100.0.0/16")
-
-    def publish():
-        members = dataplane.memberships()
-        relay.allowed = {(m["domain"], m["ip"]) for c in members.values() for m in c.values()}
-        for name, rt in runtimes.items():
-            rt.set_domain_members(members.get(name, {}))
-
-    sleep = ["bash", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
-    pair = None
+    bed = Bed(Path(tempfile.mkdtemp(prefix="rlark-bench-domain-")))
     try:
-        for rt in runtimes.values():
+        for rt in bed.runtimes.values():
             rt.ping()
-        a.apply_task(domain_manifest("bj", "header", head=True, domain="d1", command=sleep))
-        b.apply_task(domain_manifest("bj", "rollout", head=False, domain="d1", command=sleep))
-        wait_for(lambda: b.list_pods("rlark-system", "bj") and a.list_pods("rlark-system", "bj"), 30, "pods")
-        services.allocate(d1, "bench-a/rlark-system/bj-header-0", "bj", "bj-header")
-        ip_b = services.allocate(d1, "bench-b/rlark-system/bj-rollout-0", "bj", "bj-rollout")
-        publish()
-        wait_for(lambda: len(relay.relay.members()) == 2, 60, "members connected")
-        ns_a, ns_b = netns.pod_netns("bench-a", "bj-header-0"), netns.pod_netns("bench-b", "bj-rollout-0")
-        pair = veth_pair()
-        veth_mbps, veth_rtt = pump(pair[1], pair[0], "10.199.0.2", args.mb, args.pings)
-        cpu0 = resource.getrusage(resource.RUSAGE_SELF)
-        t0 = time.monotonic()
-        dom_mbps, dom_rtt = pump(ns_b, ns_a, ip_b, args.mb, args.pings)
-        cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-        wall = time.monotonic() - t0
-        cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
-        carried = (args.mb * 8 * 1.048576) / max(wall, 1e-9)  # average Mbit/s over the whole run (pings included)
-        print(f"TCP throughput: plain veth {veth_mbps:.0f} Mbit/s, domain {dom_mbps:.0f} Mbit/s")
-        print(f"ratio domain/veth: {dom_mbps / veth_mbps:.3f}")
-        print(
-            f"RTT p50/p95: veth {pct(veth_rtt, 0.5) * 1e3:.3f}/{pct(veth_rtt, 0.95) * 1e3:.3f} ms, "
-            f"domain {pct(dom_rtt, 0.5) * 1e3:.3f}/{pct(dom_rtt, 0.95) * 1e3:.3f} ms"
-        )
-        per100 = cpu / wall / carried * 100
-        print(f"relay CPU: {cpu / wall:.2f} cores at {carried:.0f} Mbit/s = {per100:.2f} cores per 100 Mbit/s")
-        dropped = sum(v for k, v in relay.relay.stats.items() if k.startswith("dropped"))
-        print(f"relay packets {relay.relay.stats['packets']}, dropped {dropped}", flush=True)
-        a.delete_task("rlark-system", "bj-header")
-        b.delete_task("rlark-system", "bj-rollout")
+        data_path(bed, args)
         if args.ray:
-            run = RAY_RUN
-            t = time.monotonic()
-            a.apply_task(domain_manifest("rj", "header", head=True, domain="d1", total=3, run=run))
-            b.apply_task(domain_manifest("rj", "rollout", head=False, domain="d1", replicas=2, rank_start=1, total=3))
-            wait_for(
-                lambda: len(b.list_pods("rlark-system", "rj")) == 2 and a.list_pods("rlark-system", "rj"), 30, "pods"
-            )
-            for rt, name in ((a, "bench-a"), (b, "bench-b")):
-                for p in rt.list_pods("rlark-system", "rj"):
-                    services.allocate(d1, f"{name}/rlark-system/{p.name}", "rj", p.task)
-            publish()
-            wait_for(
-                lambda: "ALIVE 3" in a.read_log("rlark-system", "rj-header-0"), 300, "3 nodes over the domain", 0.5
-            )
-            cross = time.monotonic() - t
-            print(f"Ray 3-node form time across clusters over the domain: {cross:.1f} s", flush=True)
-            a.delete_task("rlark-system", "rj-header")
-            b.delete_task("rlark-system", "rj-rollout")
-            t = time.monotonic()
-            a.apply_task(manifest("sj", "header", head=True, total=3, run=run))
-            a.apply_task(manifest("sj", "rollout", head=False, replicas=2, rank_start=1, total=3))
-            wait_for(lambda: "ALIVE 3" in a.read_log("rlark-system", "sj-header-0"), 300, "3 nodes in one cluster", 0.5)
-            same = time.monotonic() - t
-            print(f"Ray 3-node form time in one isolated cluster: {same:.1f} s")
-            print(f"ratio form domain/same-cluster: {cross / same:.2f}")
-            a.delete_task("rlark-system", "sj-header")
-            a.delete_task("rlark-system", "sj-rollout")
+            ray_form_times(bed)
         return 0
     finally:
-        if pair:
-            for ns in pair:
-                subprocess.run(["ip", "netns", "del", ns], check=False)
-        sup.stop()
-        relay.stop()
-        for c in runtimes:
-            netns.delete_cluster(c)
-        shutil.rmtree(tmp, ignore_errors=True)
+        bed.close()
 
 
 if __name__ == "__main__":

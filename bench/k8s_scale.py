@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -66,6 +67,7 @@ django.setup()
 
 import logging  # noqa: E402
 
+import kubernetes  # noqa: E402
 import yaml  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
@@ -169,8 +171,6 @@ def plan(clusters: int, jobs: int, workers: int, nodes: int) -> tuple[list[list[
 
 
 def client_for(kubeconfig: dict):
-    import kubernetes
-
     return kubernetes.config.new_client_from_config_dict(kubeconfig)
 
 
@@ -236,8 +236,6 @@ def seed_jobs(owner, solos: list[tuple[str, int, str]], clusters: int) -> None:
     Task rows exactly as ``create_job`` + ``controller.reconcile`` leave them (generation observed, Tasks
     applied), and the console's own manifests (``controller._manifests``) server-side applied like the runtime's
     ``apply_task`` does."""
-    import kubernetes
-
     from clusters.models import Cluster
     from jobs.control import controller
     from jobs.jobspec.document import clean, display_name, normalize
@@ -275,11 +273,11 @@ def seed_jobs(owner, solos: list[tuple[str, int, str]], clusters: int) -> None:
                 applied_attempt=job.attempt,
             )
         manifests[cluster.name] += list(controller._manifests(job, {cluster.name: cluster}).values())
-    # The same server-side apply as KubernetesRuntime._apply (field manager, force, apply-patch content type), but
-    # reading each response: _apply releases its connection unread, and back-to-back applies then read the previous
-    # body as the next status line (http.client BadStatusLine -> "connection failed"), see the report.
+    # The same server-side apply as the runtime's (clusters.runtime.kubernetes.workloads.apply: field manager, force,
+    # apply-patch content type), each response read whole: a body left unread on a pooled connection is read as the
+    # next response's status line (http.client BadStatusLine -> "connection failed").
     from clusters.runtime.kubernetes.client import api_client_for
-    from clusters.runtime.kubernetes.runtime import APPLY, FIELD_MANAGER
+    from clusters.runtime.kubernetes.workloads import APPLY, FIELD_MANAGER
 
     for name, cluster in by_name.items():
         api = api_client_for(cluster)
@@ -307,7 +305,35 @@ def seed_jobs(owner, solos: list[tuple[str, int, str]], clusters: int) -> None:
 # --- the benchmark ----------------------------------------------------------------------------------------------
 
 
-def main() -> None:
+@dataclasses.dataclass
+class Run:
+    """What the steps of one run share: the arguments, the time budget, the control planes (``cps``) with an
+    admin client and CoreV1Api of each, the kwok fleet per control plane and the multi-Worker jobs placed on them."""
+
+    args: argparse.Namespace
+    budget: Budget
+    cps: list[ControlPlane] = dataclasses.field(default_factory=list)
+    admins: list = dataclasses.field(default_factory=list)
+    admin_core: list = dataclasses.field(default_factory=list)
+    fleet: list[list[NodeSpec]] = dataclasses.field(default_factory=list)
+    placed: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+
+    @property
+    def pods_total(self) -> int:
+        return self.args.jobs * self.args.workers
+
+
+@dataclasses.dataclass
+class Timings:
+    """Submit -> all Workers Running, in seconds from the first apply or POST: ``applied`` (every object applied or
+    POSTed), ``seen`` (all Running as the caller saw it), ``ready`` (the last Pod's Ready transition)."""
+
+    applied: float
+    seen: float
+    ready: float
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clusters", type=int, default=3)
     parser.add_argument("--nodes", type=int, default=1000, help="kwok nodes in all")
@@ -327,331 +353,426 @@ def main() -> None:
     args = parser.parse_args()
     if args.jobs * args.workers > args.nodes:
         parser.error("--jobs x --workers must not exceed --nodes (one Worker of a job per node)")
+    return args
+
+
+def start_control_planes(run: Run) -> None:
+    """``--clusters`` control planes in parallel, into ``run.cps`` (the ones that did start, when one fails: it
+    raises after all have been tried), with their admin clients."""
+    log(f"starting {run.args.clusters} control planes")
+    with ThreadPoolExecutor(run.args.clusters) as pool:
+        futures = [pool.submit(ControlPlane.start) for _ in range(run.args.clusters)]
+        errors = []
+        for f in futures:
+            try:
+                run.cps.append(f.result())
+            except Exception as exc:  # noqa: BLE001 - stop the ones that did start, then fail
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+    log(f"{len(run.cps)} control planes up")
+    run.admins = [client_for(json.loads(cp.admin_kubeconfig.read_text())) for cp in run.cps]
+    run.admin_core = [kubernetes.client.CoreV1Api(a) for a in run.admins]
+
+
+def add_fleet(run: Run) -> None:
+    """The kwok nodes of every control plane, created and Ready."""
+
+    def add(cp: ControlPlane, specs: list[NodeSpec]) -> None:
+        for k in range(0, len(specs), 50):  # fleet.add_nodes runs one kubectl with a 60 s timeout
+            add_nodes(cp, specs[k : k + 50])
+
+    with ThreadPoolExecutor(run.args.clusters) as pool:
+        list(pool.map(add, run.cps, run.fleet))
+    log("nodes created")
+    wait_for(
+        lambda: all(ready_nodes(c) >= len(s) for c, s in zip(run.admin_core, run.fleet, strict=True)),
+        run.budget.cap(120),
+        "kwok nodes Ready",
+        interval=1,
+    )
+    log(f"{sum(len(s) for s in run.fleet)} nodes Ready")
+
+
+def kubectl_apply(run: Run) -> Timings:
+    """(1a) A plain ``kubectl apply --server-side`` of the console's own manifests of the jobs into ``bench-raw``,
+    polled until every Pod runs; then ``bench-raw`` is emptied and deleted."""
+    from jobs.jobspec.manifests import build_task_manifests
+
+    args, cps = run.args, run.cps
+    raw_clusters = {
+        f"bench-{i}": SimpleNamespace(name=f"bench-{i}", namespace=RAW_NAMESPACE) for i in range(args.clusters)
+    }
+    docs_by_cp: list[list[dict]] = [[] for _ in cps]
+    for name, c in run.placed:
+        for m in build_task_manifests(
+            name, job_document(name, f"bench-{c}", args.workers), clusters=raw_clusters, registries=[]
+        ):
+            docs_by_cp[c] += [*m.extra_objects, m.workload]
+    for cp in cps:
+        cp.kubectl("create", "namespace", RAW_NAMESPACE)
+    t_raw0 = time.time()
+    procs = [
+        subprocess.Popen(
+            [str(cp.bins / "kubectl"), f"--kubeconfig={cp.admin_kubeconfig}", "apply", "--server-side", "-f", "-"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for cp in cps
+    ]
+    for proc, docs in zip(procs, docs_by_cp, strict=True):
+        proc.stdin.write(yaml.safe_dump_all(docs))
+        proc.stdin.close()
+    for proc in procs:
+        if proc.wait(timeout=run.budget.cap(180)) != 0:
+            raise RuntimeError(f"kubectl apply failed: {proc.stderr.read()}")
+    raw_applied = time.time() - t_raw0
+
+    def raw_all_running():
+        states = [pods_state(c, RAW_NAMESPACE) for c in run.admin_core]
+        return states if sum(s[1] for s in states) >= run.pods_total else None
+
+    states = wait_for(raw_all_running, run.budget.cap(300), f"{run.pods_total} bench-raw Pods Running")
+    raw_seen = time.time() - t_raw0
+    raw_ready = max(s[2] for s in states if s[2]) - t_raw0
+    log(f"kubectl: applied in {raw_applied:.1f} s, all Running seen at {raw_seen:.1f} s")
+    wipe_raw_namespace(run)
+    return Timings(raw_applied, raw_seen, raw_ready)
+
+
+def wipe_raw_namespace(run: Run) -> None:
+    """StatefulSets orphan their Pods (nothing re-creates them), then one DELETE collection with grace 0."""
+
+    def wipe(i: int) -> None:
+        kubernetes.client.AppsV1Api(run.admins[i]).delete_collection_namespaced_stateful_set(
+            RAW_NAMESPACE, propagation_policy="Orphan", _request_timeout=120
+        )
+        run.admin_core[i].delete_collection_namespaced_pod(RAW_NAMESPACE, grace_period_seconds=0, _request_timeout=120)
+
+    with ThreadPoolExecutor(run.args.clusters) as pool:
+        list(pool.map(wipe, range(len(run.cps))))
+    for cp in run.cps:
+        cp.kubectl("delete", "namespace", RAW_NAMESPACE, "--wait=false")
+    wait_for(
+        lambda: all(pods_state(c, RAW_NAMESPACE)[0] == 0 for c in run.admin_core),
+        run.budget.cap(240),
+        "bench-raw Pods deleted",
+        interval=1,
+    )
+    log("bench-raw deleted")
+
+
+def cluster_states() -> str:
+    from clusters.models import Cluster
+
+    return "; ".join(f"{c.name}: {c.status} {c.status_message}" for c in Cluster.objects.order_by("name"))
+
+
+def register_clusters(run: Run, api_admin) -> list[dict]:
+    """One console cluster per control plane through ``POST /api/v1/clusters/`` with the ``rlark-console``
+    ServiceAccount's kubeconfig (returned, one per cluster)."""
+    from clusters.models import Node
+
+    sa_configs = []
+    for i, cp in enumerate(run.cps):
+        kc = console_kubeconfig(cp, NAMESPACE)
+        sa_configs.append(kc)
+        resp = api_admin.post(
+            "/api/v1/clusters/",
+            {
+                "name": f"bench-{i}",
+                "runtime": "kubernetes",
+                "namespace": NAMESPACE,
+                "kubeconfig": yaml.safe_dump(kc),
+            },
+            format="json",
+        )
+        if resp.status_code != 201:
+            raise RuntimeError(f"cluster registration failed: {resp.status_code} {resp.content[:500]!r}")
+    log(f"{run.args.clusters} clusters registered, {Node.objects.count()} Node rows")
+    return sa_configs
+
+
+def header_log(run: Run) -> Path:
+    """The log every Header shows (kwok ``Logs``): a ready Ray cluster running its script."""
+    logfile = VAR / "header.log"
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000000Z", time.gmtime())
+    logfile.write_text(
+        "".join(
+            f"{stamp} stdout F {line}\n"
+            for line in (
+                "RLINF_NODE_RANK: 0",
+                "Starting Ray head",
+                "Ray cluster is ready",
+                "Executing run script...",
+            )
+        )
+    )
+    for i, cp in enumerate(run.cps):
+        apply_logs(cp, [f"{name}-header-0" for name, c in run.placed if c == i], logfile)
+    return logfile
+
+
+def console_submit(run: Run, api) -> tuple[Timings, list[float], int]:
+    """(1b) The jobs POSTed to the console, then forced sync cycles until the console shows every Worker Running.
+    Returns the timings, each POST's seconds and how many jobs are Running."""
+    from jobs.models import Job, Pod
+    from jobs.observe.sync import sync_all_clusters
+
+    post_times = []
+    t_con0 = time.time()
+    for name, c in run.placed:
+        t = time.perf_counter()
+        resp = api.post("/api/v1/jobs/", job_document(name, f"bench-{c}", run.args.workers), format="json")
+        post_times.append(time.perf_counter() - t)
+        if resp.status_code != 201:
+            raise RuntimeError(f"POST {name}: {resp.status_code} {resp.content[:800]!r}; {cluster_states()}")
+    con_submitted = time.time() - t_con0
+    log(f"console: {run.args.jobs} jobs submitted in {con_submitted:.1f} s")
+
+    def console_all_running():
+        sync_all_clusters(force=True)
+        return Pod.objects.filter(phase="Running").count() >= run.pods_total
+
+    wait_for(console_all_running, run.budget.cap(400), f"console shows {run.pods_total} Workers Running", interval=0)
+    con_seen = time.time() - t_con0
+    states = [pods_state(c, NAMESPACE) for c in run.admin_core]
+    con_ready = max(s[2] for s in states if s[2]) - t_con0
+    jobs_running = Job.objects.filter(phase="Running").count()
+    log(f"console: all Workers Running seen at {con_seen:.1f} s ({jobs_running} jobs Running)")
+    return Timings(con_submitted, con_seen, con_ready), post_times, jobs_running
+
+
+class SyncMeter:
+    """(2)+(3) One periodic sync cycle of all clusters against the raw list calls of the same objects (per
+    cluster: nodes, Pods and StatefulSets of the console's namespace) through the ServiceAccounts' clients."""
+
+    def __init__(self, sa_configs: list[dict], budget: Budget) -> None:
+        clients = [client_for(kc) for kc in sa_configs]
+        self.core = [kubernetes.client.CoreV1Api(c) for c in clients]
+        self.apps = [kubernetes.client.AppsV1Api(c) for c in clients]
+        self.budget = budget
+
+    def raw_cycle(self) -> None:
+        for core, apps in zip(self.core, self.apps, strict=True):
+            raw_json(core.list_node)
+            raw_json(core.list_namespaced_pod, NAMESPACE)
+            raw_json(apps.list_namespaced_stateful_set, NAMESPACE)
+
+    @staticmethod
+    def sync_cycle(force: bool = False) -> tuple[float, int]:
+        """One periodic cycle (what beat runs every RLARK_SYNC_INTERVAL; ``force``: a forced one, which also
+        reads every running Header's new log lines)."""
+        from django.conf import settings
+
+        from jobs.observe.sync import sync_all_clusters
+
+        # CaptureQueriesContext reads connection.queries_log, a deque of 9,000: make room for a big cycle
+        connection.queries_log = collections.deque(maxlen=2_000_000)
+        settings.RLARK_SYNC_INTERVAL = 0  # back to back: no cycle is skipped as too soon after the last
+        with CaptureQueriesContext(connection) as ctx:
+            t = time.perf_counter()
+            out = sync_all_clusters(force=force)
+            elapsed = time.perf_counter() - t
+        queries = len(ctx.captured_queries)
+        connection.queries_log.clear()
+        bad = {k: v for k, v in out.get("clusters", {}).items() if v != "online"}
+        if bad:
+            raise RuntimeError(f"sync reported clusters not online: {bad}")
+        return elapsed, queries
+
+    def measure(self, label: str, rounds: int) -> tuple[float, float, int, int, int, int, int]:
+        """``(median sync s, median raw s, fewest queries, most queries, Pods, jobs, cycles measured)``."""
+        from jobs.models import Job, Pod
+
+        self.sync_cycle(force=True)  # settle: nothing changes after this one
+        self.raw_cycle()  # warm connections
+        raws, syncs = [], []
+        for _ in range(rounds):
+            if self.budget.left() < 30 and syncs:
+                break
+            t = time.perf_counter()
+            self.raw_cycle()
+            raws.append(time.perf_counter() - t)
+            syncs.append(self.sync_cycle())
+        raw = statistics.median(raws)
+        sync = statistics.median(s for s, _ in syncs)
+        queries = [q for _, q in syncs]
+        pods = Pod.objects.count()
+        jobs = Job.objects.count()
+        log(f"{label}: sync {sync * 1000:.0f} ms raw {raw * 1000:.0f} ms queries {queries}")
+        return sync, raw, min(queries), max(queries), pods, jobs, len(syncs)
+
+
+def fitting_solo_jobs(run: Run, solo_target: int, small_sync: float, post_times: list[float]) -> int:
+    """How many single-Worker jobs of the ``--big`` point fit the budget: creating them, their Pods (~60 s),
+    then ~(rounds + 2) cycles at a size ~linear in jobs."""
+    args = run.args
+    per_job = statistics.median(post_times) if args.big_mode == "post" else 0.25  # seed: measured ~0.2 s
+    solo = solo_target
+    while solo > 0:
+        cycles = small_sync * (args.jobs + solo) / args.jobs
+        if 60 + solo * per_job + cycles * (max(1, args.rounds - 1) + 2) < run.budget.left() - 20:
+            break
+        solo = int(solo * 0.8)
+    return solo
+
+
+def big_point(run: Run, meter: SyncMeter, solo: int, api, owner, logfile: Path) -> tuple[tuple, str]:
+    """The ``--big`` point: ``solo`` single-Worker jobs more (POSTed or seeded), all Running, then measured.
+    Returns the measure and a note on how the jobs were made ("" when POSTed)."""
+    from jobs.models import Job, Pod
+    from jobs.observe.sync import sync_all_clusters
+
+    args = run.args
+    note = ""
+    solos: list[tuple[str, int, str]] = []
+    for k in range(solo):
+        c = k % args.clusters
+        node = run.fleet[c][(k // args.clusters) % len(run.fleet[c])].name
+        solos.append((f"solo-{k:04d}", c, node))
+    for i, cp in enumerate(run.cps):
+        apply_logs(cp, [f"{n}-header-0" for n, c, _ in solos if c == i], logfile)
+    t = time.perf_counter()
+    if args.big_mode == "post":
+        for name, c, node in solos:
+            resp = api.post("/api/v1/jobs/", solo_document(name, f"bench-{c}", node), format="json")
+            if resp.status_code != 201:
+                raise RuntimeError(f"POST {name}: {resp.status_code} {resp.content[:800]!r}; {cluster_states()}")
+    else:
+        seed_jobs(owner, solos, args.clusters)
+        note = ", single-Worker jobs seeded (rows + SSA), not POSTed"
+    solo_created = time.perf_counter() - t
+    want = run.pods_total + len(solos)
+    log(f"{Job.objects.count()} jobs ({args.big_mode}: {solo_created:.0f} s for the single-Worker ones)")
+    wait_for(
+        lambda: sum(pods_state(c, NAMESPACE)[1] for c in run.admin_core) >= want,
+        run.budget.cap(240),
+        f"{want} Pods Running",
+        interval=2,
+    )
+    log(f"{want} Pods Running")
+    wait_for(
+        lambda: (sync_all_clusters(force=True), Pod.objects.filter(phase="Running").count() >= want)[1],
+        run.budget.cap(max(60.0, run.budget.left() - 40)),
+        f"console shows {want} Workers Running",
+        interval=0,
+    )
+    return meter.measure("big", max(1, args.rounds - 1)), note
+
+
+def peak_rss(run: Run) -> tuple[int, dict[str, int]]:
+    """(4) Peak RSS in KiB: this console process, and each control-plane component summed over the planes."""
+    rss_console = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    per_component: dict[str, int] = {}
+    for cp in run.cps:
+        for comp, pid in cp.pids.items():
+            per_component[comp] = per_component.get(comp, 0) + vm_hwm_kib(pid)
+    return rss_console, per_component
+
+
+def sync_lines(tag: str, m) -> list[str]:
+    sync, raw, qmin, qmax, pods, jobs, n = m
+    q = f"{qmin}" if qmin == qmax else f"{qmin}-{qmax}"
+    return [
+        f"(2) {tag}: {jobs} active jobs, {pods} Pods, median of {n}: one sync cycle of all clusters "
+        f"{sync * 1000:.0f} ms; raw list calls (nodes + pods + statefulsets per cluster) {raw * 1000:.0f} ms; "
+        f"ratio sync/raw {sync / raw:.1f} (goal <= 2)",
+        f"(3) {tag}: DB queries per sync cycle, nothing changed: {q}",
+    ]
+
+
+def report(
+    run: Run,
+    raw: Timings,
+    con: Timings,
+    post_times: list[float],
+    jobs_running: int,
+    points: tuple[tuple, tuple | None, str, int],
+) -> str:
+    """The figures, one line each (the ``(1)`` .. ``(4)`` of this module's docstring)."""
+    args = run.args
+    small, big, big_note, solo_target = points
+    rss_console, per_component = peak_rss(run)
+    mib = 1024
+    lines = [
+        f"control planes: {args.clusters} (one per console cluster), kwok nodes: {sum(len(s) for s in run.fleet)}, "
+        f"database: {connection.vendor}",
+        f"(1) {args.jobs} jobs x {args.workers} Workers = {run.pods_total} Pods, submit -> all Workers Running:",
+        f"    kubectl apply --server-side of the same manifests: applied {raw.applied:.1f} s, last Pod Ready "
+        f"{raw.ready:.1f} s, all Running seen by polling {raw.seen:.1f} s",
+        f"    console (POST /api/v1/jobs/ x {args.jobs}, Celery eager; then forced sync cycles): all POSTs "
+        f"{con.applied:.1f} s (median POST {statistics.median(post_times) * 1000:.0f} ms, max "
+        f"{max(post_times) * 1000:.0f} ms), last Pod Ready {con.ready:.1f} s, all Workers Running in the "
+        f"console {con.seen:.1f} s ({jobs_running}/{args.jobs} jobs Running)",
+        f"    ratio console/kubectl: {con.seen / raw.seen:.2f} (as seen by each), "
+        f"{con.ready / raw.ready:.2f} (last Pod Ready)",
+    ]
+    lines += sync_lines("small", small)
+    if big is not None:
+        lines += sync_lines(f"big [{big_note.lstrip(', ')}]" if big_note else "big", big)
+    elif solo_target:
+        lines.append(f"(2)/(3) big: not measured{big_note or ' (no time left)'}")
+    lines.append(
+        f"(4) peak RSS: console process {rss_console / mib:.0f} MiB; control planes (sum of {args.clusters}): "
+        + ", ".join(f"{k} {v / mib:.0f} MiB" for k, v in sorted(per_component.items()))
+        + f"; total control plane {sum(per_component.values()) / mib:.0f} MiB"
+    )
+    lines.append(f"wall time {time.monotonic() - T0:.0f} s")
+    return "\n".join(lines)
+
+
+def bench(run: Run) -> str:
+    """The whole run on a fresh test database; returns the report."""
+    from django.contrib.auth import get_user_model
+    from rest_framework.test import APIClient
+
+    args = run.args
+    run.fleet, run.placed = plan(args.clusters, args.jobs, args.workers, args.nodes)
+    start_control_planes(run)
+    add_fleet(run)
+    raw = kubectl_apply(run)
+    user_model = get_user_model()
+    admin = user_model.objects.create_superuser("root", "", "root-pass-1")
+    alice = user_model.objects.create_user("alice", "", "alice-pass-1")
+    api_admin = APIClient()
+    api_admin.force_authenticate(admin)
+    api = APIClient()
+    api.force_authenticate(alice)
+    sa_configs = register_clusters(run, api_admin)
+    logfile = header_log(run)
+    con, post_times, jobs_running = console_submit(run, api)
+    meter = SyncMeter(sa_configs, run.budget)
+    small = meter.measure("small", args.rounds)
+    big = None
+    big_note = ""
+    solo_target = max(0, min(args.big - args.jobs, sum(len(s) for s in run.fleet)))
+    if solo_target:
+        solo = fitting_solo_jobs(run, solo_target, small[0], post_times)
+        if solo < solo_target:
+            big_note = f", shrunk from {args.big} jobs to fit --budget"
+        if solo > 0:
+            big, note = big_point(run, meter, solo, api, alice, logfile)
+            big_note += note
+    return report(run, raw, con, post_times, jobs_running, (small, big, big_note, solo_target))
+
+
+def main() -> None:
+    args = parse_args()
     logging.disable(logging.WARNING)
-    budget = Budget(args.budget)
+    run = Run(args, Budget(args.budget))
     missing = missing_binaries()
     if missing:
         sys.exit(f"control plane binaries missing: {', '.join(missing)} (run `make k8s-build`)")
 
     setup_test_environment()
     old_name = connection.creation.create_test_db(verbosity=0, keepdb=False)
-    cps: list[ControlPlane] = []
     try:
-        fleet, placed = plan(args.clusters, args.jobs, args.workers, args.nodes)
-        log(f"starting {args.clusters} control planes")
-        with ThreadPoolExecutor(args.clusters) as pool:
-            futures = [pool.submit(ControlPlane.start) for _ in range(args.clusters)]
-            errors = []
-            for f in futures:
-                try:
-                    cps.append(f.result())
-                except Exception as exc:  # noqa: BLE001 - stop the ones that did start, then fail
-                    errors.append(exc)
-            if errors:
-                raise errors[0]
-        log(f"{len(cps)} control planes up")
-        admins = [client_for(json.loads(cp.admin_kubeconfig.read_text())) for cp in cps]
-        import kubernetes
-
-        admin_core = [kubernetes.client.CoreV1Api(a) for a in admins]
-
-        def add_fleet(cp: ControlPlane, specs: list[NodeSpec]) -> None:
-            for k in range(0, len(specs), 50):  # fleet.add_nodes runs one kubectl with a 60 s timeout
-                add_nodes(cp, specs[k : k + 50])
-
-        with ThreadPoolExecutor(args.clusters) as pool:
-            list(pool.map(add_fleet, cps, fleet))
-        log("nodes created")
-        wait_for(
-            lambda: all(ready_nodes(c) >= len(s) for c, s in zip(admin_core, fleet, strict=True)),
-            budget.cap(120),
-            "kwok nodes Ready",
-            interval=1,
-        )
-        log(f"{sum(len(s) for s in fleet)} nodes Ready")
-
-        # --- (1a) plain kubectl apply of the console's own manifests -------------------------------------------
-        from jobs.jobspec.manifests import build_task_manifests
-
-        raw_clusters = {
-            f"bench-{i}": SimpleNamespace(name=f"bench-{i}", namespace=RAW_NAMESPACE) for i in range(args.clusters)
-        }
-        docs_by_cp: list[list[dict]] = [[] for _ in cps]
-        for name, c in placed:
-            for m in build_task_manifests(
-                name, job_document(name, f"bench-{c}", args.workers), clusters=raw_clusters, registries=[]
-            ):
-                docs_by_cp[c] += [*m.extra_objects, m.workload]
-        for cp in cps:
-            cp.kubectl("create", "namespace", RAW_NAMESPACE)
-        pods_total = args.jobs * args.workers
-        t_raw0 = time.time()
-        procs = [
-            subprocess.Popen(
-                [str(cp.bins / "kubectl"), f"--kubeconfig={cp.admin_kubeconfig}", "apply", "--server-side", "-f", "-"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for cp in cps
-        ]
-        for proc, docs in zip(procs, docs_by_cp, strict=True):
-            proc.stdin.write(yaml.safe_dump_all(docs))
-            proc.stdin.close()
-        for proc in procs:
-            if proc.wait(timeout=budget.cap(180)) != 0:
-                raise RuntimeError(f"kubectl apply failed: {proc.stderr.read()}")
-        raw_applied = time.time() - t_raw0
-
-        def raw_all_running():
-            states = [pods_state(c, RAW_NAMESPACE) for c in admin_core]
-            return states if sum(s[1] for s in states) >= pods_total else None
-
-        states = wait_for(raw_all_running, budget.cap(300), f"{pods_total} bench-raw Pods Running")
-        raw_seen = time.time() - t_raw0
-        raw_ready = max(s[2] for s in states if s[2]) - t_raw0
-        log(f"kubectl: applied in {raw_applied:.1f} s, all Running seen at {raw_seen:.1f} s")
-
-        # StatefulSets orphan their Pods (nothing re-creates them), then one DELETE collection with grace 0
-        def wipe(i: int) -> None:
-            kubernetes.client.AppsV1Api(admins[i]).delete_collection_namespaced_stateful_set(
-                RAW_NAMESPACE, propagation_policy="Orphan", _request_timeout=120
-            )
-            admin_core[i].delete_collection_namespaced_pod(RAW_NAMESPACE, grace_period_seconds=0, _request_timeout=120)
-
-        with ThreadPoolExecutor(args.clusters) as pool:
-            list(pool.map(wipe, range(len(cps))))
-        for cp in cps:
-            cp.kubectl("delete", "namespace", RAW_NAMESPACE, "--wait=false")
-        wait_for(
-            lambda: all(pods_state(c, RAW_NAMESPACE)[0] == 0 for c in admin_core),
-            budget.cap(240),
-            "bench-raw Pods deleted",
-            interval=1,
-        )
-        log("bench-raw deleted")
-
-        # --- console: users, clusters ----------------------------------------------------------------------------
-        from django.conf import settings
-        from django.contrib.auth import get_user_model
-        from rest_framework.test import APIClient
-
-        from clusters.models import Cluster, Node
-        from jobs.models import Job, Pod
-        from jobs.observe.sync import sync_all_clusters
-
-        def cluster_states() -> str:
-            return "; ".join(f"{c.name}: {c.status} {c.status_message}" for c in Cluster.objects.order_by("name"))
-
-        user_model = get_user_model()
-        admin = user_model.objects.create_superuser("root", "", "root-pass-1")
-        alice = user_model.objects.create_user("alice", "", "alice-pass-1")
-        api_admin = APIClient()
-        api_admin.force_authenticate(admin)
-        api = APIClient()
-        api.force_authenticate(alice)
-        sa_configs = []
-        for i, cp in enumerate(cps):
-            kc = console_kubeconfig(cp, NAMESPACE)
-            sa_configs.append(kc)
-            resp = api_admin.post(
-                "/api/v1/clusters/",
-                {
-                    "name": f"bench-{i}",
-                    "runtime": "kubernetes",
-                    "namespace": NAMESPACE,
-                    "kubeconfig": yaml.safe_dump(kc),
-                },
-                format="json",
-            )
-            if resp.status_code != 201:
-                raise RuntimeError(f"cluster registration failed: {resp.status_code} {resp.content[:500]!r}")
-        log(f"{args.clusters} clusters registered, {Node.objects.count()} Node rows")
-        logfile = VAR / "header.log"
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000000Z", time.gmtime())
-        logfile.write_text(
-            "".join(
-                f"{stamp} stdout F {line}\n"
-                for line in (
-                    "RLINF_NODE_RANK: 0",
-                    "Starting Ray head",
-                    "Ray cluster is ready",
-                    "Executing run script...",
-                )
-            )
-        )
-        for i, cp in enumerate(cps):
-            apply_logs(cp, [f"{name}-header-0" for name, c in placed if c == i], logfile)
-
-        # --- (1b) console: submit -> all Workers Running ---------------------------------------------------------
-        post_times = []
-        t_con0 = time.time()
-        for name, c in placed:
-            t = time.perf_counter()
-            resp = api.post("/api/v1/jobs/", job_document(name, f"bench-{c}", args.workers), format="json")
-            post_times.append(time.perf_counter() - t)
-            if resp.status_code != 201:
-                raise RuntimeError(f"POST {name}: {resp.status_code} {resp.content[:800]!r}; {cluster_states()}")
-        con_submitted = time.time() - t_con0
-        log(f"console: {args.jobs} jobs submitted in {con_submitted:.1f} s")
-
-        def console_all_running():
-            sync_all_clusters(force=True)
-            return Pod.objects.filter(phase="Running").count() >= pods_total
-
-        wait_for(console_all_running, budget.cap(400), f"console shows {pods_total} Workers Running", interval=0)
-        con_seen = time.time() - t_con0
-        states = [pods_state(c, NAMESPACE) for c in admin_core]
-        con_ready = max(s[2] for s in states if s[2]) - t_con0
-        jobs_running = Job.objects.filter(phase="Running").count()
-        log(f"console: all Workers Running seen at {con_seen:.1f} s ({jobs_running} jobs Running)")
-
-        # --- (2)+(3) sync cycle vs raw list calls ----------------------------------------------------------------
-        raw_clients = [client_for(kc) for kc in sa_configs]
-        raw_core = [kubernetes.client.CoreV1Api(c) for c in raw_clients]
-        raw_apps = [kubernetes.client.AppsV1Api(c) for c in raw_clients]
-
-        def raw_cycle() -> None:
-            for core, apps in zip(raw_core, raw_apps, strict=True):
-                raw_json(core.list_node)
-                raw_json(core.list_namespaced_pod, NAMESPACE)
-                raw_json(apps.list_namespaced_stateful_set, NAMESPACE)
-
-        def sync_cycle(force: bool = False) -> tuple[float, int]:
-            """One periodic cycle (what beat runs every RLARK_SYNC_INTERVAL; ``force``: a forced one, which also
-            reads every running Header's new log lines)."""
-            # CaptureQueriesContext reads connection.queries_log, a deque of 9,000: make room for a big cycle
-            connection.queries_log = collections.deque(maxlen=2_000_000)
-            settings.RLARK_SYNC_INTERVAL = 0  # back to back: no cycle is skipped as too soon after the last
-            with CaptureQueriesContext(connection) as ctx:
-                t = time.perf_counter()
-                out = sync_all_clusters(force=force)
-                elapsed = time.perf_counter() - t
-            queries = len(ctx.captured_queries)
-            connection.queries_log.clear()
-            bad = {k: v for k, v in out.get("clusters", {}).items() if v != "online"}
-            if bad:
-                raise RuntimeError(f"sync reported clusters not online: {bad}")
-            return elapsed, queries
-
-        def measure(label: str, rounds: int) -> tuple[float, float, int, int, int, int, int]:
-            sync_cycle(force=True)  # settle: nothing changes after this one
-            raw_cycle()  # warm connections
-            raws, syncs = [], []
-            for _ in range(rounds):
-                if budget.left() < 30 and syncs:
-                    break
-                t = time.perf_counter()
-                raw_cycle()
-                raws.append(time.perf_counter() - t)
-                syncs.append(sync_cycle())
-            raw = statistics.median(raws)
-            sync = statistics.median(s for s, _ in syncs)
-            queries = [q for _, q in syncs]
-            pods = Pod.objects.count()
-            jobs = Job.objects.count()
-            log(f"{label}: sync {sync * 1000:.0f} ms raw {raw * 1000:.0f} ms queries {queries}")
-            return sync, raw, min(queries), max(queries), pods, jobs, len(syncs)
-
-        small = measure("small", args.rounds)
-        big = None
-        big_note = ""
-        solo_target = max(0, min(args.big - args.jobs, sum(len(s) for s in fleet)))
-        if solo_target:
-            per_job = statistics.median(post_times) if args.big_mode == "post" else 0.25  # seed: measured ~0.2 s
-            # cost: creating the jobs, their Pods (~60 s), then ~(rounds + 2) cycles at a size ~linear in jobs
-            solo = solo_target
-            while solo > 0:
-                cycles = small[0] * (args.jobs + solo) / args.jobs
-                if 60 + solo * per_job + cycles * (max(1, args.rounds - 1) + 2) < budget.left() - 20:
-                    break
-                solo = int(solo * 0.8)
-            if solo < solo_target:
-                big_note = f", shrunk from {args.big} jobs to fit --budget"
-            if solo > 0:
-                solos: list[tuple[str, int, str]] = []
-                for k in range(solo):
-                    c = k % args.clusters
-                    node = fleet[c][(k // args.clusters) % len(fleet[c])].name
-                    solos.append((f"solo-{k:04d}", c, node))
-                for i, cp in enumerate(cps):
-                    apply_logs(cp, [f"{n}-header-0" for n, c, _ in solos if c == i], logfile)
-                t = time.perf_counter()
-                if args.big_mode == "post":
-                    for name, c, node in solos:
-                        resp = api.post("/api/v1/jobs/", solo_document(name, f"bench-{c}", node), format="json")
-                        if resp.status_code != 201:
-                            raise RuntimeError(
-                                f"POST {name}: {resp.status_code} {resp.content[:800]!r}; {cluster_states()}"
-                            )
-                else:
-                    seed_jobs(alice, solos, args.clusters)
-                    big_note += ", single-Worker jobs seeded (rows + SSA), not POSTed"
-                solo_created = time.perf_counter() - t
-                want = pods_total + len(solos)
-                log(f"{Job.objects.count()} jobs ({args.big_mode}: {solo_created:.0f} s for the single-Worker ones)")
-                wait_for(
-                    lambda: sum(pods_state(c, NAMESPACE)[1] for c in admin_core) >= want,
-                    budget.cap(240),
-                    f"{want} Pods Running",
-                    interval=2,
-                )
-                log(f"{want} Pods Running")
-                wait_for(
-                    lambda: (sync_all_clusters(force=True), Pod.objects.filter(phase="Running").count() >= want)[1],
-                    budget.cap(max(60.0, budget.left() - 40)),
-                    f"console shows {want} Workers Running",
-                    interval=0,
-                )
-                big = measure("big", max(1, args.rounds - 1))
-
-        rss_console = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-        per_component: dict[str, int] = {}
-        for cp in cps:
-            for comp, pid in cp.pids.items():
-                per_component[comp] = per_component.get(comp, 0) + vm_hwm_kib(pid)
-
-        # --- report ------------------------------------------------------------------------------------------------
-        mib = 1024
-        lines = [
-            f"control planes: {args.clusters} (one per console cluster), kwok nodes: {sum(len(s) for s in fleet)}, "
-            f"database: {connection.vendor}",
-            f"(1) {args.jobs} jobs x {args.workers} Workers = {pods_total} Pods, submit -> all Workers Running:",
-            f"    kubectl apply --server-side of the same manifests: applied {raw_applied:.1f} s, last Pod Ready "
-            f"{raw_ready:.1f} s, all Running seen by polling {raw_seen:.1f} s",
-            f"    console (POST /api/v1/jobs/ x {args.jobs}, Celery eager; then forced sync cycles): all POSTs "
-            f"{con_submitted:.1f} s (median POST {statistics.median(post_times) * 1000:.0f} ms, max "
-            f"{max(post_times) * 1000:.0f} ms), last Pod Ready {con_ready:.1f} s, all Workers Running in the "
-            f"console {con_seen:.1f} s ({jobs_running}/{args.jobs} jobs Running)",
-            f"    ratio console/kubectl: {con_seen / raw_seen:.2f} (as seen by each), "
-            f"{con_ready / raw_ready:.2f} (last Pod Ready)",
-        ]
-
-        def sync_lines(tag: str, m) -> list[str]:
-            sync, raw, qmin, qmax, pods, jobs, n = m
-            q = f"{qmin}" if qmin == qmax else f"{qmin}-{qmax}"
-            return [
-                f"(2) {tag}: {jobs} active jobs, {pods} Pods, median of {n}: one sync cycle of all clusters "
-                f"{sync * 1000:.0f} ms; raw list calls (nodes + pods + statefulsets per cluster) {raw * 1000:.0f} ms; "
-                f"ratio sync/raw {sync / raw:.1f} (goal <= 2)",
-                f"(3) {tag}: DB queries per sync cycle, nothing changed: {q}",
-            ]
-
-        lines += sync_lines("small", small)
-        if big is not None:
-            lines += sync_lines(f"big [{big_note.lstrip(', ')}]" if big_note else "big", big)
-        elif solo_target:
-            lines.append(f"(2)/(3) big: not measured{big_note or ' (no time left)'}")
-        lines.append(
-            f"(4) peak RSS: console process {rss_console / mib:.0f} MiB; control planes (sum of {args.clusters}): "
-            + ", ".join(f"{k} {v / mib:.0f} MiB" for k, v in sorted(per_component.items()))
-            + f"; total control plane {sum(per_component.values()) / mib:.0f} MiB"
-        )
-        lines.append(f"wall time {time.monotonic() - T0:.0f} s")
-        print("\n".join(lines), flush=True)
+        print(bench(run), flush=True)
     finally:
-        for cp in cps:
+        for cp in run.cps:
             cp.stop()
         connection.creation.destroy_test_db(old_name, verbosity=0)
         subprocess.run(["rm", "-rf", str(VAR)], check=False, timeout=60)

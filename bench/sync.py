@@ -239,7 +239,7 @@ def job_bench(jobs: int, rounds: int, where: str = "process") -> None:
 
     from clusters.models import Cluster
     from clusters.runtime.kubernetes import KubernetesRuntime
-    from clusters.runtime.kubernetes.runtime import JOB_LABEL
+    from clusters.runtime.kubernetes.parse import JOB_LABEL
     from jobs.models import Job
     from jobs.observe import sync
 
@@ -255,7 +255,7 @@ def job_bench(jobs: int, rounds: int, where: str = "process") -> None:
 
         def raw_cycle() -> None:
             runtime.list_nodes_raw()
-            runtime._json(runtime.core.list_namespaced_pod, NS, label_selector=JOB_LABEL, what="pods")
+            runtime.kube.read_json(runtime.kube.core.list_namespaced_pod, NS, label_selector=JOB_LABEL, what="pods")
 
         def cycle(force: bool = False) -> tuple[float, int, dict]:
             with CaptureQueriesContext(connection) as ctx:

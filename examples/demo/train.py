@@ -175,7 +175,7 @@ def make_actors(ray):
 # ---- main -------------------------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_config = str(Path(__file__).with_name("demo.yaml"))
     parser.add_argument("--config", default=os.environ.get("RLARK_DEMO_CONFIG", default_config))
@@ -187,31 +187,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--step-interval", type=float, default=float(os.environ.get("RLARK_DEMO_STEP_INTERVAL", "1")))
     parser.add_argument("--wait-timeout", type=float, default=600.0)
     parser.add_argument("--address", default="auto")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
-    cfg = yaml.safe_load(Path(args.config).read_text()) or {}
-    cluster = cfg.get("cluster") or {}
-    num_nodes = int(cluster.get("num_nodes") or 1)
-    demo = cfg.get("demo") or {}
-    steps = args.steps or int(demo.get("steps") or 100)
-    save_interval = args.save_interval or int(demo.get("save_interval") or max(1, min(steps, 5)))
-    print(json.dumps({"config": str(args.config), "cluster": cluster, "steps": steps}, default=str), flush=True)
 
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    ray.init(address=args.address, namespace="RLinf", logging_level="WARNING")
-
-    deadline = time.monotonic() + args.wait_timeout
+def wait_for_nodes(ray, num_nodes: int, timeout: float) -> list[dict] | None:
+    """The alive Ray nodes once there are ``num_nodes`` (logging every second while waiting); None after
+    ``timeout`` s."""
+    deadline = time.monotonic() + timeout
     while True:
         alive = [n for n in ray.nodes() if n.get("Alive")]
         if len(alive) >= num_nodes:
-            break
+            return alive
         log("WARNING", f"Waiting for {num_nodes} nodes to be ready, currently {len(alive)} nodes available.")
         if time.monotonic() > deadline:
-            log("ERROR", f"Cluster did not reach {num_nodes} nodes within {args.wait_timeout:.0f}s.")
-            return 1
+            log("ERROR", f"Cluster did not reach {num_nodes} nodes within {timeout:.0f}s.")
+            return None
         time.sleep(1)
+
+
+def confirm_ranks(ray, alive: list[dict], cluster: dict, num_nodes: int) -> list[dict] | None:
+    """Each alive node's ``RLINF_NODE_RANK`` (a Ray task pinned to it), logged with its node groups: the nodes of
+    ranks ``0..num_nodes-1`` in rank order (node info + ``rank``, ``host``, ``python``); None (logged) when a rank
+    is missing, repeated or not continuous."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     @ray.remote(num_cpus=0)
     def probe() -> dict:
@@ -232,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         info = infos[n["NodeID"]]
         if info["rank"] is None:
             log("ERROR", f"Node {n['NodeManagerAddress']} ({info['host']}) has no RLINF_NODE_RANK set.")
-            return 1
+            return None
         rank = int(info["rank"])
         member = [g for g, ranks in groups.items() if rank in ranks]
         log(
@@ -242,18 +240,24 @@ def main(argv: list[str] | None = None) -> int:
         )
         if rank in by_rank:
             log("ERROR", f"Node ranks should be unique and continuous: rank {rank} appears twice.")
-            return 1
+            return None
         by_rank[rank] = {**n, **info}
     if len(by_rank) > num_nodes:
         log("WARNING", f"{len(by_rank)} nodes are alive but num_nodes is {num_nodes}; only the first are used.")
     used = [by_rank[r] for r in sorted(by_rank)[:num_nodes]]
     if [int(u["rank"]) for u in used] != list(range(num_nodes)):
         log("ERROR", f"Node ranks {sorted(by_rank)} should be unique and continuous from 0 to {num_nodes - 1}.")
-        return 1
+        return None
     accelerators = int(sum(u.get("Resources", {}).get("GPU", 0) for u in used))
     log("INFO", f"RLinf is running on a cluster with {num_nodes} nodes and {accelerators} accelerators.")
     for line in placement_summary(cluster, groups):
         log("INFO", line)
+    return used
+
+
+def place_actors(ray, used: list[dict]):
+    """The learner on rank 0 (the head), a rollout actor on each other node (on the head when there is none)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     Rollout, Learner = make_actors(ray)
 
@@ -268,7 +272,12 @@ def main(argv: list[str] | None = None) -> int:
     log("INFO", f"Learner on node rank {where[0]['rank']} ({where[0]['host']})")
     for w in where[1:]:
         log("INFO", f"Rollout actor on node rank {w['rank']} ({w['host']})")
+    return learner, rollouts
 
+
+def train(ray, args: argparse.Namespace, cfg: dict, learner, rollouts, steps: int, save_interval: int) -> None:
+    """``steps`` global steps: metrics printed and written to TensorBoard, checkpoints every ``save_interval``
+    steps and at the last, under ``<output>/<run>/``."""
     run = args.run_name or f"run-{datetime.now():%Y%m%d-%H%M%S}"
     out = Path(args.output) / run
     (out / "tensorboard").mkdir(parents=True, exist_ok=True)
@@ -312,6 +321,29 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(max(0.0, args.step_interval - (time.monotonic() - t0)))
     writer.close()
     log("INFO", f"Training finished: {steps} steps in {time.monotonic() - started:.0f}s.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cfg = yaml.safe_load(Path(args.config).read_text()) or {}
+    cluster = cfg.get("cluster") or {}
+    num_nodes = int(cluster.get("num_nodes") or 1)
+    demo = cfg.get("demo") or {}
+    steps = args.steps or int(demo.get("steps") or 100)
+    save_interval = args.save_interval or int(demo.get("save_interval") or max(1, min(steps, 5)))
+    print(json.dumps({"config": str(args.config), "cluster": cluster, "steps": steps}, default=str), flush=True)
+
+    import ray
+
+    ray.init(address=args.address, namespace="RLinf", logging_level="WARNING")
+    alive = wait_for_nodes(ray, num_nodes, args.wait_timeout)
+    if alive is None:
+        return 1
+    used = confirm_ranks(ray, alive, cluster, num_nodes)
+    if used is None:
+        return 1
+    learner, rollouts = place_actors(ray, used)
+    train(ray, args, cfg, learner, rollouts, steps, save_interval)
     return 0
 
 

@@ -68,7 +68,7 @@ def test_the_supervisor_creates_nothing_it_refuses_and_makes_the_rest_as_the_job
         shutil.rmtree(allowed.parent, ignore_errors=True)
 
 
-def test_a_path_below_no_root_is_refused_before_anything_is_written(tmp_path):
+def test_a_path_below_no_root_is_refused_before_anything_is_written(tmp_path, monkeypatch):
     """The console side of the runtimes (``LocalRuntime.apply_task``, ``KubernetesRuntime.apply_task``)."""
     cluster = types.SimpleNamespace(name="c1", allow_host_path=True, host_path_roots=str(tmp_path / "ok"))
     task = host_path_task("j", str(tmp_path / "elsewhere"))
@@ -80,12 +80,12 @@ def test_a_path_below_no_root_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(HostPathRefused):
         check_cluster_host_paths(cluster, host_path_task("j", str(tmp_path / "ok" / "run")).workload)
 
-    from clusters.runtime.kubernetes import KubernetesRuntime
+    from clusters.runtime.kubernetes import KubernetesRuntime, workloads
 
     calls = []
     k8s = KubernetesRuntime.__new__(KubernetesRuntime)
-    k8s.cluster = types.SimpleNamespace(name="c1", allow_host_path=True, host_path_roots="")
-    k8s._apply = lambda obj, *a, **kw: calls.append(obj)  # nothing may reach the API server
+    k8s.kube = types.SimpleNamespace(cluster=types.SimpleNamespace(name="c1", allow_host_path=True, host_path_roots=""))
+    monkeypatch.setattr(workloads, "apply", lambda kube, obj, *a, **kw: calls.append(obj))  # nothing reaches the API
     with pytest.raises(RuntimeFailure):
         k8s.apply_task(task)
     assert calls == []

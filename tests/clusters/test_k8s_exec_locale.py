@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusters.runtime.kubernetes.runtime import shell_argv
+from clusters.runtime.kubernetes.exec_stream import shell_argv
 
 
 @pytest.mark.parametrize("shell", ["bash", "sh"])

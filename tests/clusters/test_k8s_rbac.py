@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from clusters.runtime.kubernetes.runtime import CLUSTER_VERBS, NAMESPACED_VERBS
+from clusters.runtime.kubernetes.access import CLUSTER_VERBS, NAMESPACED_VERBS
 
 DOCS = [d for d in yaml.safe_load_all((Path(__file__).parents[2] / "deploy" / "rbac.yaml").read_text()) if d]
 

@@ -76,5 +76,5 @@ def test_supervisor_keeps_the_token_out_of_its_state_and_forgets_it_with_the_job
     assert not sup._dirty or TOKEN not in json.dumps(sup.state)
     sup.op_delete_task("c1", "j1-header")
     assert not (tmp_path / "root" / "ray-auth" / "j1.token").exists()
-    for base in list(sup.port_locks):
-        sup._unlock_block(base)
+    for base in list(sup.ports.locks):
+        sup.ports.unlock(base)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from clusters.runtime.local import launcher
-from clusters.runtime.local.supervision import Supervisor
+from clusters.runtime.local.ports import ray_start_args
 from tests.clusters.test_local_runtime_support import (
     LoopbackWatch,
     free_port_block,
@@ -153,7 +153,7 @@ def test_head_check_failure_run_script_exit_code_and_idle(tmp_path):
     """A head whose cluster never reaches the required size warns and proceeds; the run script's
     exit code is recorded, the container stays alive, and SIGTERM stops Ray (markers in order)."""
     base = free_port_block(size=128)
-    args = Supervisor.ray_start_args(base + 64, head=True, gpus=0)
+    args = ray_start_args(base + 64, head=True, gpus=0)
     pod = Pod(
         tmp_path,
         "j-header-0",

@@ -119,7 +119,7 @@ def tcp_ok(port: int) -> bool:
 
 def supervisor_ping(root: Path) -> dict | None:
     """The local supervisor's answer to ``ping`` on its unix socket, or None when it does not answer."""
-    from clusters.runtime.local.supervision import socket_path
+    from clusters.runtime.local.statedir import socket_path
 
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:

@@ -165,7 +165,7 @@ def test_metrics_one_call_per_cluster_not_per_job(alpha, alice):
 
 def test_local_runtime_byte_cursor(tmp_path):
     from clusters.runtime.local.runtime import LocalRuntime
-    from clusters.runtime.local.supervision import pod_dir
+    from clusters.runtime.local.statedir import pod_dir
 
     class C:
         name = "c1"

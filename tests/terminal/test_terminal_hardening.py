@@ -11,8 +11,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from accounts.models import AuditEvent
-from terminal import consumers
-from terminal.consumers import TerminalConsumer
+from terminal.consumers import TerminalConsumer, kept_shells
 from terminal.services import sessions
 from tests.terminal.test_terminal_consumer import NS, Term, eventually, job, runtime  # noqa: F401 (fixtures)
 from tests.terminal_support import session_cookie, ws_communicator
@@ -29,21 +28,21 @@ def _live_sessions() -> list:
 
 
 def _parked_mine() -> int:
-    return sum(1 for c in consumers._parked.values() if c.session and c.session.started_at >= _STARTED[0])
+    return sum(1 for c in kept_shells._parked.values() if c.session and c.session.started_at >= _STARTED[0])
 
 
 @pytest.fixture(autouse=True)
 def _no_parked_shells_left():
     _STARTED[0] = datetime.now(UTC)
     yield
-    for parked in list(consumers._parked.values()):  # a test that leaves one: end it with its runtime
+    for parked in list(kept_shells._parked.values()):  # a test that leaves one: end it with its runtime
         for task in parked.tasks:
             task.cancel()
         if parked.stream is not None:
             parked.stream.close()
         if parked.session is not None:
             sessions._active.pop(parked.session.id, None)
-    consumers._parked.clear()
+    kept_shells._parked.clear()
 
 
 async def _open(user, pod="demo-actor-1", query: str = "") -> Term:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from asgiref.sync import sync_to_async
 
-from clusters.runtime.kubernetes.runtime import shell_argv
+from clusters.runtime.kubernetes.exec_stream import shell_argv
 from terminal.services.runtimes import use_runtime_factory
 from tests.fake_k8s.fixtures import fake_k8s, fake_kubeconfig  # noqa: F401
 from tests.terminal_support import session_cookie, ws_communicator

@@ -6,7 +6,7 @@
 - urllib3 retries only what the real API server does to a pooled keep-alive connection (closes it: ``Connection
   aborted``), once, with :class:`StaleConnectionRetry`; timeouts and refused connections are never retried, so a dead
   cluster answers fast and never stalls the sync of the others (responses read with ``_preload_content=False``
-  are drained before their connection is pooled, ``runtime._finish``); every call
+  are drained before their connection is pooled, ``api.finish``); every call
   gets an explicit ``(connect, read)`` timeout (settings ``RLARK_K8S_CONNECT_TIMEOUT`` / ``RLARK_K8S_READ_TIMEOUT``,
   seconds, default 3 / 15).
 - :func:`translate` maps every failure to ``RuntimeFailure`` with a reason and a message that never contains

@@ -20,7 +20,7 @@ supervisor's ``state["networks"]``) and a Worker with index ``p`` (2..254)::
 
 A **job network** is the same layout for one job of a cluster that is not isolated as a whole: its key is
 ``<cluster>+<job>`` where a cluster's key is its name, so a job's Workers reach each other and the console's
-address and nothing else; it is made with the job's first Worker and removed with its last (supervision.py).
+address and nothing else; it is made with the job's first Worker and removed with its last (networks.py).
 
 The host guard (:func:`ensure_guard`): the host's ``INPUT`` and ``FORWARD`` chains send every packet from the
 Workers' range ``100.64.0.0/10`` to the chain ``RLARK-WORKERS``, which accepts replies to connections the host

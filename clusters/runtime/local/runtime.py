@@ -45,7 +45,7 @@ from clusters.runtime.base import (
 )
 from clusters.runtime.local import launcher
 from clusters.runtime.local.scheduling import parse_quantity
-from clusters.runtime.local.supervision import pod_dir, socket_path
+from clusters.runtime.local.statedir import pod_dir, socket_path
 
 CHUNK = 64 * 1024
 EXEC_READY_WAIT = 15.0  # seconds exec waits for a just-started Worker's namespaces

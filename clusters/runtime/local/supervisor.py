@@ -7,7 +7,7 @@ to it through :class:`clusters.runtime.local.LocalRuntime`: one JSON request lin
 ``{"op": <name>, "args": {...}}``, one JSON answer line ``{"ok": true, "result": ...}`` or
 ``{"ok": false, "error": <message>, "reason": not_found|invalid|internal}``; the operations are :data:`OPS`
 (each a ``Supervisor.op_*`` method). The socket is ``<root>/supervisor.sock`` (0600; a short path in /tmp when
-that is too long, ``supervision.socket_path``); ``supervisor.lock`` keeps one supervisor per state directory and
+that is too long, ``statedir.socket_path``); ``supervisor.lock`` keeps one supervisor per state directory and
 ``supervisor.pid`` names it. On SIGTERM/SIGINT it stops every Worker unless ``RLARK_LOCAL_KEEP_PODS=1``.
 Process supervision itself (state, restarts, back-off, scheduling, adoption) is
 :mod:`clusters.runtime.local.supervision`.
@@ -27,7 +27,8 @@ import threading
 from pathlib import Path
 
 import rlark_config
-from clusters.runtime.local.supervision import Supervisor, socket_path
+from clusters.runtime.local.statedir import socket_path
+from clusters.runtime.local.supervision import Supervisor
 
 log = logging.getLogger("rlark.local_supervisor")
 

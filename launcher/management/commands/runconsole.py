@@ -9,8 +9,8 @@ process group (e.g. the web tier's daphne workers) killed before it is started a
 port free.
 
 The local supervisor is started in a session of its own (log: ``<local root>/supervisor.log``) and is
-left running when runconsole stops, so local Workers keep running across a restart of the rest (issue 16,
-point 4); a runconsole that finds one running reuses it, and starts a new one whenever none is running.
+left running when runconsole stops, so local Workers keep running across a restart of the rest; a runconsole
+that finds one running reuses it, and starts a new one whenever none is running.
 ``manage.py local_supervisor --stop`` stops it and its Workers."""
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.management import get_commands
@@ -33,6 +35,89 @@ from rlark_console.lifecycle import die_with_parent, reap_with_group
 STOP_TIMEOUT = 15.0
 
 
+def child_commands(host: str, port: int) -> dict[str, list[str]]:
+    """The command line of each process runconsole keeps running, by name: ``web`` (``serve_web`` on
+    ``host:port``), Celery ``worker`` and ``beat``, and, where their management commands exist, the ``watcher``
+    (watch-driven status of Kubernetes jobs), ``ssh`` (the SSH bastion) and ``relay`` (the network-domain relay)."""
+    bin_dir = Path(sys.executable).parent
+    manage = _manage()
+    specs: dict[str, list[str]] = {
+        # several daphne processes on one socket, 2 per core (RLARK_WEB_WORKERS): rlark_console/webserver.py
+        "web": [*manage, "serve_web", "--host", host, "--port", str(port)],
+        "worker": [
+            str(bin_dir / "celery"),
+            "-A",
+            "rlark_console",
+            "worker",
+            "--loglevel=INFO",
+            "--pool=threads",
+            "--concurrency=4",
+            "--without-mingle",
+            "--without-gossip",
+        ],
+        "beat": [
+            str(bin_dir / "celery"),
+            "-A",
+            "rlark_console",
+            "beat",
+            "--loglevel=INFO",
+            "-s",
+            settings.CELERY_BEAT_SCHEDULE_FILENAME,
+        ],
+    }
+    if "watch_clusters" in get_commands():
+        specs["watcher"] = [*manage, "watch_clusters"]  # watch-driven status of Kubernetes jobs
+    if "sshgate" in get_commands():
+        specs["ssh"] = [*manage, "sshgate"]  # the SSH bastion, RLARK_SSH_HOST:RLARK_SSH_PORT
+    if "domain_relay" in get_commands():
+        specs["relay"] = [*manage, "domain_relay"]  # network-domain relay, RLARK_DOMAIN_RELAY_PORT
+    return specs
+
+
+def _manage() -> list[str]:
+    """``python manage.py`` of this console."""
+    return [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
+
+
+class _LocalSupervisor:
+    """Keeps a local supervisor running: ours, or one left by an earlier runconsole (never stopped here).
+    ``command``: ``manage.py local_supervisor``, None when this console has no local runtime; ``say`` and
+    ``warn`` write a line to stdout and stderr."""
+
+    def __init__(self, command: list[str] | None, say: Callable[[str], Any], warn: Callable[[str], Any]) -> None:
+        self.command = command
+        self.say = say
+        self.warn = warn
+        self.proc: subprocess.Popen | _Foreign | None = None
+
+    def ensure(self) -> None:
+        """Start the local supervisor unless one is running (ours, or one left by an earlier runconsole)."""
+        if self.command is None or (self.proc is not None and self.proc.poll() is None):
+            return
+        root = Path(settings.RLARK_LOCAL_ROOT)
+        pid = running_pid(root)
+        if pid is not None:
+            if self.proc is None:
+                self.say(f"local supervisor already running (pid {pid}); its Workers keep running")
+                self.proc = _Foreign(pid)
+            return
+        if self.proc is not None:
+            self.warn("local supervisor exited; restarting")
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(root / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            self.proc = subprocess.Popen(
+                self.command,
+                start_new_session=True,
+                cwd=settings.BASE_DIR,
+                stdin=subprocess.DEVNULL,
+                stdout=fd,
+                stderr=subprocess.STDOUT,
+            )
+        finally:
+            os.close(fd)
+
+
 class Command(BaseCommand):
     help = "Start the ASGI server, Celery worker + beat and the local runtime supervisor together."
 
@@ -41,109 +126,58 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=rlark_config.current().port)
 
     def handle(self, *args, host: str, port: int, **options):  # noqa: D102
-        bin_dir = Path(sys.executable).parent
-        manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
-        specs: dict[str, list[str]] = {
-            # several daphne processes on one socket, 2 per core (RLARK_WEB_WORKERS): rlark_console/webserver.py
-            "web": [*manage, "serve_web", "--host", host, "--port", str(port)],
-            "worker": [
-                str(bin_dir / "celery"),
-                "-A",
-                "rlark_console",
-                "worker",
-                "--loglevel=INFO",
-                "--pool=threads",
-                "--concurrency=4",
-                "--without-mingle",
-                "--without-gossip",
-            ],
-            "beat": [
-                str(bin_dir / "celery"),
-                "-A",
-                "rlark_console",
-                "beat",
-                "--loglevel=INFO",
-                "-s",
-                settings.CELERY_BEAT_SCHEDULE_FILENAME,
-            ],
-        }
-        supervisor = [*manage, "local_supervisor"] if "local_supervisor" in get_commands() else None
-        if "watch_clusters" in get_commands():
-            specs["watcher"] = [*manage, "watch_clusters"]  # watch-driven status of Kubernetes jobs (issue 11)
-        if "sshgate" in get_commands():
-            specs["ssh"] = [*manage, "sshgate"]  # the SSH bastion, RLARK_SSH_HOST:RLARK_SSH_PORT (issue 12)
-        if "domain_relay" in get_commands():
-            specs["relay"] = [*manage, "domain_relay"]  # network-domain relay, RLARK_DOMAIN_RELAY_PORT (issue 13)
-        children: dict[str, subprocess.Popen] = {}
-        stopping = False
-        sup_proc: subprocess.Popen | None = None
-
-        def ensure_supervisor() -> None:
-            """Start the local supervisor unless one is running (ours, or one left by an earlier runconsole)."""
-            nonlocal sup_proc
-            if supervisor is None or (sup_proc is not None and sup_proc.poll() is None):
-                return
-            root = Path(settings.RLARK_LOCAL_ROOT)
-            pid = running_pid(root)
-            if pid is not None:
-                if sup_proc is None:
-                    self.stdout.write(f"local supervisor already running (pid {pid}); its Workers keep running")
-                    sup_proc = _Foreign(pid)
-                return
-            if sup_proc is not None:
-                self.stderr.write("local supervisor exited; restarting")
-            root.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(root / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            try:
-                sup_proc = subprocess.Popen(
-                    supervisor,
-                    start_new_session=True,
-                    cwd=settings.BASE_DIR,
-                    stdin=subprocess.DEVNULL,
-                    stdout=fd,
-                    stderr=subprocess.STDOUT,
-                )
-            finally:
-                os.close(fd)
-
-        def start(name: str) -> None:
-            children[name] = subprocess.Popen(
-                specs[name], start_new_session=True, cwd=settings.BASE_DIR, preexec_fn=die_with_parent()
-            )
-
-        def stop_all(*_args) -> None:
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGINT, stop_all)
-        signal.signal(signal.SIGTERM, stop_all)
-        ensure_supervisor()
-        for name in specs:
-            start(name)
+        self.specs = child_commands(host, port)
+        command = [*_manage(), "local_supervisor"] if "local_supervisor" in get_commands() else None
+        supervisor = _LocalSupervisor(command, self.stdout.write, self.stderr.write)
+        self.children: dict[str, subprocess.Popen] = {}
+        self.stopping = False
+        signal.signal(signal.SIGINT, self._stop_all)
+        signal.signal(signal.SIGTERM, self._stop_all)
+        supervisor.ensure()
+        for name in self.specs:
+            self._start(name)
         self.stdout.write(self.style.SUCCESS(f"RLark Console is running at http://{host}:{port}/  (Ctrl+C to stop)"))
         self.stdout.flush()
+        self._keep_running(supervisor)
+        self.stdout.write("Stopping RLark Console (the local supervisor and its Workers keep running) ...")
+        _stop_children(list(self.children.values()))
+
+    def _stop_all(self, *_args) -> None:
+        self.stopping = True
+
+    def _start(self, name: str) -> None:
+        self.children[name] = subprocess.Popen(
+            self.specs[name], start_new_session=True, cwd=settings.BASE_DIR, preexec_fn=die_with_parent()
+        )
+
+    def _keep_running(self, supervisor: _LocalSupervisor) -> None:
+        """Until SIGINT/SIGTERM: restart the local supervisor when none runs, and each child that exits (at most
+        one restart of a child every 2 s)."""
         restarts: dict[str, float] = {}
-        while not stopping:
+        while not self.stopping:
             time.sleep(0.5)
-            ensure_supervisor()
-            for name, proc in list(children.items()):
+            supervisor.ensure()
+            for name, proc in list(self.children.items()):
                 # an exited child's leftovers (e.g. the web tier's daphne workers) are killed with its group
-                if reap_with_group(proc) is not None and not stopping:
+                if reap_with_group(proc) is not None and not self.stopping:
                     if time.monotonic() - restarts.get(name, 0) < 2:
                         time.sleep(2)
                     self.stderr.write(f"{name} exited with code {proc.returncode}; restarting")
                     restarts[name] = time.monotonic()
-                    start(name)
-        self.stdout.write("Stopping RLark Console (the local supervisor and its Workers keep running) ...")
-        for proc in children.values():
-            _signal_group(proc, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT
-        for proc in children.values():
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait(timeout=5)
+                    self._start(name)
+
+
+def _stop_children(children: list[subprocess.Popen]) -> None:
+    """SIGTERM to each child's process group; a group still there after :data:`STOP_TIMEOUT` s gets SIGKILL."""
+    for proc in children:
+        _signal_group(proc, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    for proc in children:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal_group(proc, signal.SIGKILL)
+            proc.wait(timeout=5)
 
 
 class _Foreign:

@@ -1,0 +1,147 @@
+"""A Task's objects in the cluster: applied, scaled, restarted and deleted by the Kubernetes runtime.
+
+Objects are written with server-side apply (field manager ``rlark-console``, ``force=True``), so re-applying
+an unchanged manifest is a no-op and applying a changed one updates exactly our fields. Deleting something
+already gone is not an error.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kubernetes import client as k8s
+
+from clusters.host_paths import HostPathRefused, check_cluster_host_paths
+from clusters.runtime.base import RuntimeFailure, TaskManifest
+from clusters.runtime.kubernetes.api import KubeApi, finish
+
+logger = logging.getLogger("rlark.k8s")
+
+FIELD_MANAGER = "rlark-console"
+APPLY = "application/apply-patch+yaml"
+
+
+def apply(kube: KubeApi, obj: dict, field_manager: str = FIELD_MANAGER) -> None:
+    """Server-side apply of ``obj`` (StatefulSet, Service, ConfigMap, Secret or PersistentVolumeClaim; in its own
+    namespace, else the cluster's). Raises RuntimeFailure(``invalid``) for another kind."""
+    kind = obj.get("kind")
+    name = obj["metadata"]["name"]
+    ns = obj["metadata"].get("namespace") or kube.namespace
+    fn = {
+        "StatefulSet": kube.apps.patch_namespaced_stateful_set,
+        "Service": kube.core.patch_namespaced_service,
+        "ConfigMap": kube.core.patch_namespaced_config_map,
+        "Secret": kube.core.patch_namespaced_secret,
+        "PersistentVolumeClaim": kube.core.patch_namespaced_persistent_volume_claim,
+    }.get(kind)
+    if fn is None:
+        raise RuntimeFailure(f"unsupported object kind {kind!r}", reason="invalid")
+    resp = kube.call(
+        fn,
+        name,
+        ns,
+        obj,
+        field_manager=field_manager,
+        force=True,
+        _content_type=APPLY,
+        _preload_content=False,
+        what=f"{kind} {name}",
+    )
+    finish(resp)
+
+
+def apply_secret_data(kube: KubeApi, namespace: str, name: str, data: dict[str, str], field_manager: str) -> None:
+    """Server-side apply of ``data`` (base64 values) into Secret ``name`` under ``field_manager`` (the
+    network-domain members; another manager than the Task's, so re-applying the Task keeps these keys)."""
+    obj = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}, "data": data}
+    apply(kube, obj, field_manager)
+
+
+def apply_task(kube: KubeApi, manifest: TaskManifest) -> None:
+    """The Task's extra objects, then its workload. Raises RuntimeFailure(reason="invalid") for a hostPath the
+    cluster does not allow, before anything is written."""
+    try:
+        check_cluster_host_paths(kube.cluster, manifest.workload)
+    except HostPathRefused as exc:
+        raise RuntimeFailure(f"hostPath refused: {exc}", "invalid") from None
+    for obj in manifest.extra_objects:
+        apply(kube, obj)
+    apply(kube, manifest.workload)
+    logger.info("applied task %s/%s (%d objects)", manifest.namespace, manifest.task, len(manifest.extra_objects) + 1)
+
+
+def scale_task(kube: KubeApi, namespace: str, task: str, replicas: int) -> None:
+    """Scale the Task's StatefulSet; scaling a missing one to 0 is a no-op."""
+    try:
+        resp = kube.call(
+            kube.apps.patch_namespaced_stateful_set_scale,
+            task,
+            namespace,
+            {"spec": {"replicas": int(replicas)}},
+            what=f"StatefulSet {task}",
+            _preload_content=False,
+        )
+        finish(resp)
+    except RuntimeFailure as exc:
+        if exc.reason == "not_found" and int(replicas) == 0:
+            return
+        raise
+
+
+def delete_task(kube: KubeApi, namespace: str, task: str, delete_storage: bool = False) -> None:
+    """StatefulSet (cascading to its Pods), head Service, scripts ConfigMap, Ray token Secret, PVCs whose policy
+    annotation is ``Delete`` (all of them with ``delete_storage``), and registry Secrets no remaining workload
+    uses."""
+    core = kube.core
+    body = k8s.V1DeleteOptions(propagation_policy="Background")
+    kube.ignore_404(kube.apps.delete_namespaced_stateful_set, task, namespace, body=body, what=f"sts {task}")
+    kube.ignore_404(core.delete_namespaced_service, f"{task}-ray-head", namespace, what="service")
+    kube.ignore_404(core.delete_namespaced_config_map, f"{task}-rlark-scripts", namespace, what="configmap")
+    kube.ignore_404(core.delete_namespaced_secret, f"{task}-ray-auth", namespace, what="secret")
+    selector = f"rlinf.io/task={task}"
+    pvcs = kube.read_json(core.list_namespaced_persistent_volume_claim, namespace, label_selector=selector)
+    for pvc in pvcs.get("items") or []:
+        policy = ((pvc["metadata"].get("annotations") or {}).get("rlark.io/pvc-reclaim")) or "Retain"
+        if delete_storage or policy == "Delete":
+            kube.ignore_404(
+                core.delete_namespaced_persistent_volume_claim, pvc["metadata"]["name"], namespace, what="pvc"
+            )
+    kube.ignore_404(core.delete_collection_namespaced_pod, namespace, label_selector=selector, what="pods")
+    gc_registry_secrets(kube, namespace)
+
+
+def gc_registry_secrets(kube: KubeApi, namespace: str) -> None:
+    """Delete the console's image-registry Secrets that no console StatefulSet of ``namespace`` pulls with."""
+    sets = kube.read_json(
+        kube.apps.list_namespaced_stateful_set,
+        namespace,
+        label_selector="app.kubernetes.io/managed-by=rlark-console",
+        what="statefulsets",
+    )
+    used = {
+        s.get("name")
+        for sts in sets.get("items") or []
+        for s in ((sts.get("spec") or {}).get("template") or {}).get("spec", {}).get("imagePullSecrets") or []
+    }
+    secrets = kube.read_json(
+        kube.core.list_namespaced_secret,
+        namespace,
+        label_selector="rlark.io/image-registry=true,app.kubernetes.io/managed-by=rlark-console",
+        what="secrets",
+    )
+    for secret in secrets.get("items") or []:
+        name = secret["metadata"]["name"]
+        if name not in used:
+            kube.ignore_404(kube.core.delete_namespaced_secret, name, namespace, what="secret")
+
+
+def restart_pods(kube: KubeApi, namespace: str, task: str) -> None:
+    """Delete the Task's Pods; its StatefulSet makes them again."""
+    resp = kube.call(
+        kube.core.delete_collection_namespaced_pod,
+        namespace,
+        label_selector=f"rlinf.io/task={task}",
+        what=f"pods of {task}",
+        _preload_content=False,
+    )
+    finish(resp)
