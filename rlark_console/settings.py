@@ -17,7 +17,7 @@ VAR_DIR = _config.var_dir
 
 
 def secure_var_dir(var_dir: Path, files: tuple[str, ...] = ()) -> None:
-    """``var/`` holds the keys, the database and the broker (issue 16, point 1): the directory is 0700,
+    """``var/`` holds the keys, the database and the broker: the directory is 0700,
     its files 0600 (SQLite's journal and WAL files copy the database's mode) and its subdirectories 0700.
     ``files`` are created empty with mode 0600 when missing, so they are never world-readable even for an
     instant. The local root's Pod directories keep the modes the supervisor gives them."""
@@ -205,7 +205,7 @@ CELERY_TASK_ALWAYS_EAGER = _config.celery_task_always_eager
 RLARK_SYNC_INTERVAL = _config.sync_interval
 
 REST_FRAMEWORK = {
-    # one rule for API times: ISO 8601 in UTC with Z (rlark_console.apitime, issue 14.8)
+    # one rule for API times: ISO 8601 in UTC with Z (rlark_console.apitime)
     "DEFAULT_RENDERER_CLASSES": [
         "rlark_console.apitime.UTCJSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
@@ -285,7 +285,7 @@ RLARK_TENSORBOARD_IDLE = _config.tensorboard_idle
 # Kubernetes API calls: (connect, read) timeouts in seconds, per call.
 RLARK_K8S_CONNECT_TIMEOUT = _config.k8s_connect_timeout
 RLARK_K8S_READ_TIMEOUT = _config.k8s_read_timeout
-# Status sync (issues 11, 16): seconds one cycle waits for all clusters together (a slower cluster shows Offline
+# Status sync: seconds one cycle waits for all clusters together (a slower cluster shows Offline
 # and does not delay the others), and seconds between two reads of a running header's new log lines on
 # Kubernetes (which cannot report a log's size without reading it).
 RLARK_CLUSTER_SYNC_DEADLINE = _config.cluster_sync_deadline
@@ -296,7 +296,7 @@ RLARK_SYNC_THREADS = _config.sync_threads
 RLARK_CRASHLOOP_LIMIT = _config.crashloop_limit
 RLARK_IMAGE_PULL_GRACE = _config.image_pull_grace
 # Seconds the Diagnosis tab and the Run check show a Worker's stored log scan before reading its log again
-# (in the background; jobs.observe.log_scans, issue 18).
+# (in the background; jobs.observe.log_scans).
 RLARK_LOG_SCAN_MAX_AGE = _config.log_scan_max_age
 RLARK_LOG_PROBES_PER_CYCLE = _config.log_probes_per_cycle
 RLARK_REQUEST_CPU_SECONDS = _config.request_cpu_seconds  # 0: no budget
