@@ -16,10 +16,10 @@ import base64
 import ipaddress
 import json
 import logging
-import os
 from collections import defaultdict
 from typing import Any
 
+import rlark_config
 from clusters.models import Cluster
 from clusters.runtime.base import RuntimeFailure
 from clusters.runtime.local.netns import CONSOLE_ADDRESS
@@ -33,22 +33,15 @@ STATES: dict[str, dict[str, Any]] = {}  # pod key -> the agent's last reported s
 
 
 def relay_port() -> int:
-    return int(os.environ.get("RLARK_DOMAIN_RELAY_PORT", "2223"))
+    return rlark_config.current().domain_relay_port
 
 
 def relay_listen_hosts() -> tuple[str, ...]:
     """The addresses the relay listens on: ``127.0.0.1``, the console address of isolated local clusters, and each
     IPv4 address of ``RLARK_DOMAIN_RELAY_LISTEN`` (comma-separated; where Kubernetes Pods reach the console, the
     address ``RLARK_DOMAIN_RELAY_PUBLIC_HOST`` names or forwards to). Raises ``ValueError`` naming a value that is
-    not an IPv4 address, or more than 16 of them."""
-    extra = [h.strip() for h in os.environ.get("RLARK_DOMAIN_RELAY_LISTEN", "").split(",") if h.strip()]
-    if len(extra) > 16:
-        raise ValueError(f"RLARK_DOMAIN_RELAY_LISTEN: at most 16 addresses, got {len(extra)}")
-    for host in extra:
-        try:
-            ipaddress.IPv4Address(host)
-        except ValueError:
-            raise ValueError(f"RLARK_DOMAIN_RELAY_LISTEN: {host!r} is not an IPv4 address") from None
+    not an IPv4 address, or more than 16 of them (``rlark_config.ConfigError``)."""
+    extra = rlark_config.current().domain_relay_listen
     return tuple(dict.fromkeys(["127.0.0.1", CONSOLE_ADDRESS, *extra]))
 
 
@@ -84,7 +77,7 @@ def memberships() -> dict[str, dict[str, dict[str, Any]]]:
 
 def public_relay_host() -> str:
     """Where Kubernetes members reach the relay (``RLARK_DOMAIN_RELAY_PUBLIC_HOST``); "" = not published."""
-    return os.environ.get("RLARK_DOMAIN_RELAY_PUBLIC_HOST", "").strip()
+    return rlark_config.current().domain_relay_public_host
 
 
 def kubernetes_secrets(members: dict[str, dict[str, Any]], namespace: str) -> dict[str, dict[str, str]]:
@@ -92,7 +85,8 @@ def kubernetes_secrets(members: dict[str, dict[str, Any]], namespace: str) -> di
     paths under ``/rlark/net``, hosts file ``/etc/hosts``), ``<pod>.key`` and ``<pod>-cert.pub``, base64; the
     Secret of each Pod's Task (``domains.sidecar``)."""
     out: dict[str, dict[str, str]] = defaultdict(dict)
-    relay = {"host": public_relay_host(), "port": int(os.environ.get("RLARK_DOMAIN_RELAY_PUBLIC_PORT") or relay_port())}
+    public_port = rlark_config.current().domain_relay_public_port
+    relay = {"host": public_relay_host(), "port": relay_port() if public_port is None else public_port}
     for pod, m in sorted(members.items()):
         secret = sidecar.secret_name(pod.rsplit("-", 1)[0])
         config = {

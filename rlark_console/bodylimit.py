@@ -36,7 +36,7 @@ Send = Callable[[Message], Awaitable[None]]
 
 def max_request_bytes() -> int:
     """The largest request body accepted, in bytes (``RLARK_MAX_REQUEST_BYTES``; 0 or less: no limit)."""
-    return int(getattr(settings, "RLARK_MAX_REQUEST_BYTES", 0) or 0)
+    return int(settings.RLARK_MAX_REQUEST_BYTES or 0)
 
 
 def declared_length(headers: Iterable[tuple[bytes, bytes]]) -> int | None:

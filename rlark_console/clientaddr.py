@@ -36,7 +36,7 @@ def _networks(entries: tuple[str, ...]) -> tuple[Network, ...]:
 
 def trusted_networks() -> tuple[Network, ...]:
     """``settings.RLARK_TRUSTED_PROXIES`` parsed (ImproperlyConfigured for a bad entry)."""
-    return _networks(tuple(getattr(settings, "RLARK_TRUSTED_PROXIES", ()) or ()))
+    return _networks(tuple(settings.RLARK_TRUSTED_PROXIES or ()))
 
 
 def _parse(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

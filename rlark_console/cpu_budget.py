@@ -70,7 +70,7 @@ class CPUWatchdog:
     def _watch(self) -> None:
         while True:
             time.sleep(self._poll)
-            limit = float(getattr(settings, "RLARK_REQUEST_CPU_SECONDS", 5))
+            limit = float(settings.RLARK_REQUEST_CPU_SECONDS)
             with self._lock:
                 if not self._running:
                     self._thread = None
@@ -106,7 +106,7 @@ class CPUBudgetMiddleware:
         self.watchdog = watchdog or _watchdog
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if float(getattr(settings, "RLARK_REQUEST_CPU_SECONDS", 5)) <= 0:
+        if float(settings.RLARK_REQUEST_CPU_SECONDS) <= 0:
             return self.get_response(request)
         ident = self.watchdog.register(request.path)
         try:
@@ -119,7 +119,7 @@ class CPUBudgetMiddleware:
 
 
 def too_much_cpu(request: HttpRequest) -> HttpResponse:
-    limit = float(getattr(settings, "RLARK_REQUEST_CPU_SECONDS", 5))
+    limit = float(settings.RLARK_REQUEST_CPU_SECONDS)
     message = _("The request was stopped after %(seconds)s s of CPU time; try a smaller input.") % {
         "seconds": f"{limit:g}"
     }

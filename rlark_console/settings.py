@@ -1,5 +1,5 @@
-"""Django settings for RLark Console. Every deploy-time value comes from the environment
-(see the configuration table in README.md)."""
+"""Django settings for RLark Console. Every deploy-time value comes from the environment through
+:func:`rlark_config.current` (the typed settings; the configuration table in README.md is made from them)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,15 @@ from pathlib import Path
 
 import dj_database_url
 
+import rlark_config
+
+_config = rlark_config.current()
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("RLARK_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR = _config.var_dir
 
 
 def secure_var_dir(var_dir: Path, files: tuple[str, ...] = ()) -> None:
-    """``var/`` holds the keys, the database and the broker (issue 16, point 1): the directory is 0700,
+    """``var/`` holds the keys, the database and the broker: the directory is 0700,
     its files 0600 (SQLite's journal and WAL files copy the database's mode) and its subdirectories 0700.
     ``files`` are created empty with mode 0600 when missing, so they are never world-readable even for an
     instant. The local root's Pod directories keep the modes the supervisor gives them."""
@@ -31,13 +34,6 @@ def secure_var_dir(var_dir: Path, files: tuple[str, ...] = ()) -> None:
 VAR_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
 
 
-def _env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
 def _dev_secret(filename: str) -> str:
     """A random secret kept in ``var/`` so development restarts keep sessions and ciphertexts."""
     path = VAR_DIR / filename
@@ -48,14 +44,14 @@ def _dev_secret(filename: str) -> str:
     return path.read_text().strip()
 
 
-DEBUG = _env_bool("DEBUG", False)
-SECRET_KEY = os.environ.get("RLARK_SECRET_KEY") or _dev_secret("secret.key")
-RLARK_ENCRYPTION_KEY = os.environ.get("RLARK_ENCRYPTION_KEY") or _dev_secret("encryption.key")
-ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()]
-CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+DEBUG = _config.debug
+SECRET_KEY = _config.secret_key or _dev_secret("secret.key")
+RLARK_ENCRYPTION_KEY = _config.encryption_key or _dev_secret("encryption.key")
+ALLOWED_HOSTS = list(_config.allowed_hosts)
+CSRF_TRUSTED_ORIGINS = list(_config.csrf_trusted_origins)
 # Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (IPs or CIDRs, comma-separated; empty =
 # none, the peer address is the client). See rlark_console/clientaddr.py.
-RLARK_TRUSTED_PROXIES = [p.strip() for p in os.environ.get("RLARK_TRUSTED_PROXIES", "").split(",") if p.strip()]
+RLARK_TRUSTED_PROXIES = list(_config.trusted_proxies)
 
 INSTALLED_APPS = [
     "daphne",
@@ -119,7 +115,7 @@ ASGI_APPLICATION = "launcher.asgi.application"
 
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
+        _config.database_url or f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
         conn_max_age=0,
         # A connection is tested (one round trip, ~0.1 ms on loopback) before it is used again, and a broken one is
         # replaced: with the pool below, Django gives psycopg_pool ``check=ConnectionPool.check_connection``;
@@ -137,9 +133,7 @@ DATABASES = {
 # (CONN_MAX_AGE) are no alternative: Django runs each ASGI request in a thread of its own, and every finished
 # request's thread kept its connection ("too many clients").
 WEB_TIER_POOL = 4
-DB_POOL = max(
-    0, int(os.environ.get("RLARK_DB_POOL", WEB_TIER_POOL if os.environ.get("RLARK_WEB_TIER") == "1" else 0) or 0)
-)
+DB_POOL = _config.db_pool if _config.db_pool is not None else (WEB_TIER_POOL if _config.web_tier else 0)
 if DB_POOL and DATABASES["default"]["ENGINE"].endswith("postgresql"):
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": DB_POOL, "timeout": 10}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
@@ -161,7 +155,7 @@ LOGOUT_REDIRECT_URL = "login"
 LANGUAGE_CODE = "zh-hans"
 LANGUAGES = [("zh-hans", "中文"), ("en", "English")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
-TIME_ZONE = os.environ.get("TIME_ZONE", "Asia/Shanghai")
+TIME_ZONE = _config.time_zone
 USE_I18N = True
 USE_TZ = True
 
@@ -170,7 +164,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-REDIS_URL = os.environ.get("REDIS_URL", "")
+REDIS_URL = _config.redis_url
 if REDIS_URL:
     # channels_redis waits on BZPOPMIN for up to 5 s (RedisChannelLayer.brpop_timeout) and redis-py 8 gives
     # every socket read a 5 s timeout by default (redis._defaults.DEFAULT_SOCKET_TIMEOUT): an idle websocket's
@@ -190,7 +184,7 @@ else:
 # The web tier's daphne workers (rlark_console/webserver.py sets RLARK_WEB_TIER=1) share one cache, so the login
 # rate limit (accounts/ratelimit.py) counts attempts across processes: Redis when set, else files in VAR_DIR.
 # Other processes (and tests) keep Django's per-process default.
-if os.environ.get("RLARK_WEB_TIER") == "1":
+if _config.web_tier:
     CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
         if REDIS_URL
@@ -207,11 +201,11 @@ secure_var_dir(
         if p.startswith("/") and Path(p).parent == VAR_DIR
     ),
 )
-CELERY_TASK_ALWAYS_EAGER = _env_bool("CELERY_TASK_ALWAYS_EAGER", False)
-RLARK_SYNC_INTERVAL = float(os.environ.get("RLARK_SYNC_INTERVAL", "10"))
+CELERY_TASK_ALWAYS_EAGER = _config.celery_task_always_eager
+RLARK_SYNC_INTERVAL = _config.sync_interval
 
 REST_FRAMEWORK = {
-    # one rule for API times: ISO 8601 in UTC with Z (rlark_console.apitime, issue 14.8)
+    # one rule for API times: ISO 8601 in UTC with Z (rlark_console.apitime)
     "DEFAULT_RENDERER_CLASSES": [
         "rlark_console.apitime.UTCJSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
@@ -248,7 +242,7 @@ CSRF_COOKIE_HTTPONLY = False
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
-if not DEBUG and _env_bool("RLARK_HTTPS", False):
+if not DEBUG and _config.https:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = True
@@ -262,7 +256,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": _config.log_level},
     "loggers": {
         "rlark.audit": {"level": "INFO"},
         "django.channels.server": {"level": "WARNING"},
@@ -274,35 +268,42 @@ LOGGING = {
 
 # Log archive (jobs.control.log_archive): per-job cap on the compressed logs kept after Stop/Delete
 # (a job's own ``log_archive_max_bytes``, set by an admin, wins), and how long a deleted job's logs stay.
-RLARK_LOG_ARCHIVE_MAX_BYTES = int(os.environ.get("RLARK_LOG_ARCHIVE_MAX_BYTES", str(256 * 2**20)))
-RLARK_LOG_ARCHIVE_RETENTION_DAYS = float(os.environ.get("RLARK_LOG_ARCHIVE_RETENTION_DAYS", "30"))
+RLARK_LOG_ARCHIVE_MAX_BYTES = _config.log_archive_max_bytes
+RLARK_LOG_ARCHIVE_RETENTION_DAYS = _config.log_archive_retention_days
 
 # The local runtime keeps Pod working directories, logs and storage under here.
-RLARK_LOCAL_ROOT = Path(os.environ.get("RLARK_LOCAL_ROOT", VAR_DIR / "local"))
+RLARK_LOCAL_ROOT = _config.local_root
 
 # The embedded default serves static files from the ASGI app; behind a proxy set this to 0.
-RLARK_SERVE_STATIC = _env_bool("RLARK_SERVE_STATIC", True)
+RLARK_SERVE_STATIC = _config.serve_static
 
 # WebTerminal sessions close after this many idle seconds (keep-alive pings keep busy ones open).
-RLARK_TERMINAL_IDLE_TIMEOUT = float(os.environ.get("RLARK_TERMINAL_IDLE_TIMEOUT", "3600"))
-RLARK_TERMINAL_GRACE_PERIOD = float(os.environ.get("RLARK_TERMINAL_GRACE_PERIOD", "60"))
+RLARK_TERMINAL_IDLE_TIMEOUT = _config.terminal_idle_timeout
+RLARK_TERMINAL_GRACE_PERIOD = _config.terminal_grace_period
+# A job's TensorBoard nobody used for this many seconds is stopped (jobs.explain.tensorboard_server).
+RLARK_TENSORBOARD_IDLE = _config.tensorboard_idle
 # Kubernetes API calls: (connect, read) timeouts in seconds, per call.
-RLARK_K8S_CONNECT_TIMEOUT = float(os.environ.get("RLARK_K8S_CONNECT_TIMEOUT", "3"))
-RLARK_K8S_READ_TIMEOUT = float(os.environ.get("RLARK_K8S_READ_TIMEOUT", "15"))
-# Status sync (issues 11, 16): seconds one cycle waits for all clusters together (a slower cluster shows Offline
+RLARK_K8S_CONNECT_TIMEOUT = _config.k8s_connect_timeout
+RLARK_K8S_READ_TIMEOUT = _config.k8s_read_timeout
+# Status sync: seconds one cycle waits for all clusters together (a slower cluster shows Offline
 # and does not delay the others), and seconds between two reads of a running header's new log lines on
 # Kubernetes (which cannot report a log's size without reading it).
-RLARK_CLUSTER_SYNC_DEADLINE = float(os.environ.get("RLARK_CLUSTER_SYNC_DEADLINE", "5"))
-RLARK_LOG_PROBE_INTERVAL = float(os.environ.get("RLARK_LOG_PROBE_INTERVAL", "30"))
+RLARK_CLUSTER_SYNC_DEADLINE = _config.cluster_sync_deadline
+RLARK_LOG_PROBE_INTERVAL = _config.log_probe_interval
+# Threads of one process that read the clusters in a cycle; restarts after which a Worker is CrashLoop; seconds an
+# image may fail to pull before the job says ImagePull (jobs.observe.sync_fetch, jobs.observe.sync).
+RLARK_SYNC_THREADS = _config.sync_threads
+RLARK_CRASHLOOP_LIMIT = _config.crashloop_limit
+RLARK_IMAGE_PULL_GRACE = _config.image_pull_grace
 # Seconds the Diagnosis tab and the Run check show a Worker's stored log scan before reading its log again
-# (in the background; jobs.observe.log_scans, issue 18).
-RLARK_LOG_SCAN_MAX_AGE = float(os.environ.get("RLARK_LOG_SCAN_MAX_AGE", "10"))
-RLARK_LOG_PROBES_PER_CYCLE = int(os.environ.get("RLARK_LOG_PROBES_PER_CYCLE", "100"))
-RLARK_REQUEST_CPU_SECONDS = float(os.environ.get("RLARK_REQUEST_CPU_SECONDS", "5"))  # 0: no budget
+# (in the background; jobs.observe.log_scans).
+RLARK_LOG_SCAN_MAX_AGE = _config.log_scan_max_age
+RLARK_LOG_PROBES_PER_CYCLE = _config.log_probes_per_cycle
+RLARK_REQUEST_CPU_SECONDS = _config.request_cpu_seconds  # 0: no budget
 # The largest request body accepted, in bytes (0: no limit). The console takes job documents, RLinf configs,
 # kubeconfigs and TensorBoard plugin queries, all far smaller; a larger body is refused with a 413 before it is
 # read (rlark_console.bodylimit). The WebTerminal's file uploads go over its websocket, in 32 KiB frames.
-RLARK_MAX_REQUEST_BYTES = int(os.environ.get("RLARK_MAX_REQUEST_BYTES", str(10 * 2**20)))
+RLARK_MAX_REQUEST_BYTES = _config.max_request_bytes
 # var/ counts as full below this many free bytes (rlark_console.varspace): every page shows a banner that changes
 # and status updates cannot be saved; a write that fails for lack of space answers 503 (JSON under /api/).
-RLARK_VAR_MIN_FREE_BYTES = int(os.environ.get("RLARK_VAR_MIN_FREE_BYTES", str(2**20)))
+RLARK_VAR_MIN_FREE_BYTES = _config.var_min_free_bytes

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import psutil
 
+import rlark_config
 from rlark_console.lifecycle import Record, die_with_parent
 
 MAX_WORKERS = 8
@@ -39,9 +40,9 @@ BIND_WAIT = 20.0  # s a starting tier waits for its port (a dead tier's workers 
 
 def default_workers(cores: int | None = None) -> int:
     """``RLARK_WEB_WORKERS`` when set (1..32), else 2 per usable core within 2..``MAX_WORKERS``."""
-    env = os.environ.get("RLARK_WEB_WORKERS", "").strip()
-    if env:
-        return max(1, min(32, int(env)))
+    workers = rlark_config.current().web_workers
+    if workers is not None:
+        return workers
     if cores is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(2, min(MAX_WORKERS, 2 * cores))

@@ -6,16 +6,17 @@ bastion by, e.g. behind a load balancer), else the host of the page's own URL an
 
 from __future__ import annotations
 
-import os
+import rlark_config
 
 
 def jump_address(request=None) -> tuple[str, int]:
     """``(host, port)`` of the bastion as users reach it."""
-    host = os.environ.get("RLARK_SSH_PUBLIC_HOST", "")
+    config = rlark_config.current()
+    host = config.ssh_public_host
     if not host:
         host = request.get_host().rsplit(":", 1)[0] if request is not None else ""
-        host = host.strip("[]") or os.environ.get("RLARK_SSH_HOST", "127.0.0.1")
-    port = int(os.environ.get("RLARK_SSH_PUBLIC_PORT") or os.environ.get("RLARK_SSH_PORT", "2222"))
+        host = host.strip("[]") or config.ssh_host
+    port = config.ssh_port if config.ssh_public_port is None else config.ssh_public_port
     return host, port
 
 

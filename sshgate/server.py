@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import socket
 import threading
 import time
@@ -30,6 +29,7 @@ import asyncssh
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
+import rlark_config
 from rlark_console.db_threads import in_thread
 from rlark_console.sshserver import KeysOnlyServer
 from sshgate import access, hostkeys, sessions
@@ -47,10 +47,8 @@ COMMAND = 'export TERM="$1"; exec /bin/sh -c "$2"'
 
 
 def _settings() -> dict[str, float]:
-    return {
-        "keepalive": float(os.environ.get("RLARK_SSH_KEEPALIVE", "30")),
-        "check": float(os.environ.get("RLARK_SSH_CHECK_INTERVAL", "5")),
-    }
+    config = rlark_config.current()
+    return {"keepalive": config.ssh_keepalive, "check": config.ssh_check_interval}
 
 
 def _db_call(fn: Callable, *args: Any) -> Any:

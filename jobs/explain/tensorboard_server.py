@@ -30,6 +30,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+import rlark_config
 from clusters.runtime import registry
 from clusters.runtime.local import launcher
 from jobs.observe.metrics import tensorboard_source
@@ -39,7 +40,7 @@ START_TIMEOUT = 60.0  # seconds until TensorBoard answers (it loads its plugins 
 
 
 def idle_seconds() -> float:
-    return float(getattr(settings, "RLARK_TENSORBOARD_IDLE", os.environ.get("RLARK_TENSORBOARD_IDLE", 600)))
+    return float(settings.RLARK_TENSORBOARD_IDLE)
 
 
 class TensorBoardUnavailable(Exception):
@@ -110,7 +111,7 @@ def _spawn(job_name: str, logdir: str, port: int, prefix: str, ids: tuple[int, i
         if ids is not None and d != pod_dir:
             os.chown(d, ids[0], ids[0])
     pod_dir.chmod(0o700)
-    extra = [p for p in os.environ.get("RLARK_LOCAL_HIDE", "").split(os.pathsep) if p]
+    extra = rlark_config.current().local_hide
     hidden = launcher.hidden_roots([settings.VAR_DIR, settings.RLARK_LOCAL_ROOT, *extra])
     env = {
         "PATH": f"{launcher.VENV_BIN}:{launcher.SYSTEM_PATH}",

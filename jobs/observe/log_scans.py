@@ -49,7 +49,7 @@ ARCHIVE = "archive"  # the cursor of a scan of the archived log
 
 def max_age() -> float:
     """Seconds a stored scan is shown without reading the log again (``RLARK_LOG_SCAN_MAX_AGE``, default 10)."""
-    return float(getattr(settings, "RLARK_LOG_SCAN_MAX_AGE", 10))
+    return float(settings.RLARK_LOG_SCAN_MAX_AGE)
 
 
 def instance_of(pod: Pod) -> str:

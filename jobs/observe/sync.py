@@ -62,8 +62,8 @@ from rlark_console.id_sets import id_in
 
 logger = logging.getLogger(__name__)
 
-CRASHLOOP_LIMIT = int(getattr(settings, "RLARK_CRASHLOOP_LIMIT", 3))
-IMAGE_PULL_GRACE = float(getattr(settings, "RLARK_IMAGE_PULL_GRACE", 120))
+CRASHLOOP_LIMIT = int(settings.RLARK_CRASHLOOP_LIMIT)
+IMAGE_PULL_GRACE = float(settings.RLARK_IMAGE_PULL_GRACE)
 
 # --- sync entry points ------------------------------------------------------------------------
 
@@ -84,7 +84,7 @@ def sync_all_clusters(force: bool = False) -> dict[str, Any]:
     Returns ``{"clusters": {name: "online"|"offline: <reason>"}, "jobs": n, "stats": {...}}``.
     """
     global _last_full_sync
-    interval = float(getattr(settings, "RLARK_SYNC_INTERVAL", 10))
+    interval = float(settings.RLARK_SYNC_INTERVAL)
     if not _sync_guard.acquire(blocking=force):
         return {"skipped": True}
     try:

@@ -43,21 +43,21 @@ LOG_BUDGET = 0.5  # share of the deadline a cycle spends reading logs; what is l
 
 def deadline() -> float:
     """Seconds the cycle waits for every cluster together (``RLARK_CLUSTER_SYNC_DEADLINE``)."""
-    return float(getattr(settings, "RLARK_CLUSTER_SYNC_DEADLINE", 5))
+    return float(settings.RLARK_CLUSTER_SYNC_DEADLINE)
 
 
 def probe_interval() -> float:
     """Seconds between two reads of a running header's new log lines on a runtime that cannot report log sizes
     (Kubernetes; ``RLARK_LOG_PROBE_INTERVAL``, default 30). Targeted syncs (after an action, a watch event) and
     forced cycles read at once."""
-    return float(getattr(settings, "RLARK_LOG_PROBE_INTERVAL", 30))
+    return float(settings.RLARK_LOG_PROBE_INTERVAL)
 
 
 def probes_per_cycle() -> int:
     """At most this many periodic header probes per cluster and cycle (``RLARK_LOG_PROBES_PER_CYCLE``, default
     100), the most overdue first; the rest wait for the next cycle. A steady cycle then reads a bounded number of
     logs whatever the number of running jobs; every header is still probed, later at fleet scale."""
-    return max(1, int(getattr(settings, "RLARK_LOG_PROBES_PER_CYCLE", 100)))
+    return max(1, int(settings.RLARK_LOG_PROBES_PER_CYCLE))
 
 
 def probe_due_after(key: str) -> float:
@@ -132,7 +132,7 @@ def _pool() -> ThreadPoolExecutor:
     global _executor
     with _executor_lock:
         if _executor is None:
-            workers = int(getattr(settings, "RLARK_SYNC_THREADS", 16))
+            workers = int(settings.RLARK_SYNC_THREADS)
             _executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rlark-sync")
         return _executor
 

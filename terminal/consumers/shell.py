@@ -58,12 +58,12 @@ class TerminalConsumer(KeptShell, JobSocket):
     """
 
     ping_interval = 25.0
-    idle_timeout = float(getattr(settings, "RLARK_TERMINAL_IDLE_TIMEOUT", 3600))
+    idle_timeout = float(settings.RLARK_TERMINAL_IDLE_TIMEOUT)
     queue_size = 64
     max_frame = 64 * 1024
     frame_interval = 1 / 60
     read_timeout = 0.2
-    grace_period = float(getattr(settings, "RLARK_TERMINAL_GRACE_PERIOD", 60))
+    grace_period = float(settings.RLARK_TERMINAL_GRACE_PERIOD)
 
     async def connect(self):
         self.stream = None

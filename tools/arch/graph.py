@@ -27,6 +27,7 @@ PACKAGES = (
     "jobs",
     "launcher",
     "rlark_cli",
+    "rlark_config",
     "rlark_console",
     "sshgate",
     "sshkeys",

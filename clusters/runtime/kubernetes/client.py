@@ -53,8 +53,8 @@ _LOCK = threading.Lock()
 def timeouts() -> tuple[float, float]:
     """``(connect, read)`` seconds for ordinary API calls."""
     return (
-        float(getattr(settings, "RLARK_K8S_CONNECT_TIMEOUT", 3)),
-        float(getattr(settings, "RLARK_K8S_READ_TIMEOUT", 15)),
+        float(settings.RLARK_K8S_CONNECT_TIMEOUT),
+        float(settings.RLARK_K8S_READ_TIMEOUT),
     )
 
 

@@ -15,14 +15,15 @@ host root.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
+import rlark_config
+
 SLOT = 65536
-START = int(os.environ.get("RLARK_LOCAL_SUBID_START", "1000000000"))
-COUNT = int(os.environ.get("RLARK_LOCAL_SUBID_COUNT", str(1024 * SLOT)))
+START = rlark_config.current().local_subid_start
+COUNT = rlark_config.current().local_subid_count
 
 
 class IdMapUnavailable(RuntimeError):

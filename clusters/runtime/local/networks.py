@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import rlark_config
 from clusters.runtime.local import domain_members, launcher, netns
 from clusters.runtime.local.statedir import cluster_key, pod_dir
 
@@ -35,7 +36,7 @@ class Networks:
         self.locks: dict[int, int] = {}  # network index -> fd holding its lock file (netns.lock_index)
         # Every job in a network of its own, unless RLARK_LOCAL_JOB_NETWORKS=0 or this supervisor cannot make one
         # (not root): then the local cluster is single-user (:mod:`.tenancy`).
-        self.job_networks = os.environ.get("RLARK_LOCAL_JOB_NETWORKS", "1") != "0" and netns.available()[0]
+        self.job_networks = rlark_config.current().local_job_networks and netns.available()[0]
 
     @property
     def nets(self) -> dict[str, Any]:
@@ -113,7 +114,7 @@ class Networks:
     def published_ports(self) -> list[int]:
         """The console's ports a Worker may open at ``netns.CONSOLE_ADDRESS``: the network-domain relay, as this
         supervisor's environment names it and as every domain membership the console sent names it."""
-        ports = {int(os.environ.get("RLARK_DOMAIN_RELAY_PORT", "2223"))}
+        ports = {rlark_config.current().domain_relay_port}
         for member in self.state.get("domains", {}).values():
             port = (member.get("relay") or {}).get("port")
             if port:

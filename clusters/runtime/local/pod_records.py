@@ -16,16 +16,16 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import os
 import time
 import uuid
 from typing import Any
 
+import rlark_config
 from clusters.runtime.local import scheduling
 from clusters.runtime.local.processes import create_time
 from clusters.runtime.local.statedir import now_iso
 
-BACKOFF_BASE = float(os.environ.get("RLARK_LOCAL_BACKOFF_BASE", "10"))
+BACKOFF_BASE = rlark_config.current().local_backoff_base
 BACKOFF_MAX = 300.0
 BACKOFF_RESET = 600.0
 # A Worker found gone when the supervisor starts (a host reboot, or its process groups were killed): the

@@ -16,17 +16,14 @@ from __future__ import annotations
 import math
 import os
 import socket
-from pathlib import Path
 from typing import Any
 
+import rlark_config
 from clusters.runtime.local.host_locks import try_lock
 
-PORT_RANGE = (
-    int(os.environ.get("RLARK_LOCAL_PORT_MIN", "20000")),
-    int(os.environ.get("RLARK_LOCAL_PORT_MAX", "32000")),
-)
+PORT_RANGE = (rlark_config.current().local_port_min, rlark_config.current().local_port_max)
 PORT_BLOCK = 64
-PORT_LOCK_DIR = Path(os.environ.get("RLARK_LOCAL_PORT_LOCKS", "/tmp/rlark-local-ports"))
+PORT_LOCK_DIR = rlark_config.current().local_port_locks
 
 
 def port_free(port: int) -> bool:
@@ -110,11 +107,11 @@ def ray_start_args(base: int, head: bool, gpus: float, cpus: float = 0) -> list[
         f"--runtime-env-agent-port={base + 5}",
         f"--min-worker-port={base + 16}",
         f"--max-worker-port={base + PORT_BLOCK - 1}",
-        f"--object-store-memory={int(os.environ.get('RLARK_LOCAL_OBJECT_STORE_BYTES', 128 * 2**20))}",
+        f"--object-store-memory={rlark_config.current().local_object_store_bytes}",
     ]
     if head:
         args.append(f"--ray-client-server-port={base + 6}")
-        if os.environ.get("RLARK_LOCAL_RAY_DASHBOARD") == "1":
+        if rlark_config.current().local_ray_dashboard:
             args += ["--include-dashboard=true", f"--dashboard-port={base + 7}"]
         else:
             args.append("--include-dashboard=false")

@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import rlark_config
 from clusters.runtime.local import (
     domain_members,
     launcher,
@@ -70,7 +71,7 @@ class Supervisor:
     def __init__(self, root: Path, stop_grace: float | None = None) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        grace = float(stop_grace if stop_grace is not None else os.environ.get("RLARK_LOCAL_STOP_GRACE", "5"))
+        grace = float(stop_grace if stop_grace is not None else rlark_config.current().local_stop_grace)
         self.lock = threading.RLock()
         self.wake = threading.Event()
         self.stopping = threading.Event()
@@ -91,7 +92,7 @@ class Supervisor:
         # Root supervisor: Workers run as the job's subordinate ids (idmap); else as this user.
         self.id_slots = IdSlots(self.state, self._changed)
         self.cpu = CpuSampler()
-        extra = [p for p in os.environ.get("RLARK_LOCAL_HIDE", "").split(os.pathsep) if p]
+        extra = list(rlark_config.current().local_hide)
         self.hidden = launcher.hidden_roots([self.root, *extra])
         self.volumes = volumes.Volumes(self.root, self.hidden)
         self._load()

@@ -26,6 +26,7 @@ import socketserver
 import threading
 from pathlib import Path
 
+import rlark_config
 from clusters.runtime.local.statedir import socket_path
 from clusters.runtime.local.supervision import Supervisor
 
@@ -109,7 +110,7 @@ def serve(root: Path, keep_pods: bool | None = None) -> None:
         log.info("another local supervisor is running for %s; waiting for it to exit", root)
         fcntl.flock(lock_file, fcntl.LOCK_EX)
     if keep_pods is None:
-        keep_pods = os.environ.get("RLARK_LOCAL_KEEP_PODS") == "1"
+        keep_pods = rlark_config.current().local_keep_pods
     sup = Supervisor(root)
     sock = socket_path(root)
     with contextlib.suppress(FileNotFoundError):

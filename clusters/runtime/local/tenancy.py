@@ -9,14 +9,13 @@ every Worker on the host's loopback, where one job's ports are open to every oth
 
 from __future__ import annotations
 
-import os
-
+import rlark_config
 from clusters.runtime.local import netns
 
 
 def job_networks() -> bool:
     """Whether the local runtime gives each job a network of its own (the supervisor's rule, evaluated here)."""
-    return os.environ.get("RLARK_LOCAL_JOB_NETWORKS", "1") != "0" and netns.available()[0]
+    return rlark_config.current().local_job_networks and netns.available()[0]
 
 
 def single_user() -> bool:

@@ -28,6 +28,7 @@ from django.conf import settings
 from django.core.management import get_commands
 from django.core.management.base import BaseCommand
 
+import rlark_config
 from clusters.management.commands.local_supervisor import running_pid
 from rlark_console.lifecycle import die_with_parent, reap_with_group
 
@@ -121,8 +122,8 @@ class Command(BaseCommand):
     help = "Start the ASGI server, Celery worker + beat and the local runtime supervisor together."
 
     def add_arguments(self, parser):  # noqa: D102
-        parser.add_argument("--host", default=os.environ.get("RLARK_HOST", "127.0.0.1"))
-        parser.add_argument("--port", type=int, default=int(os.environ.get("RLARK_PORT", "8000")))
+        parser.add_argument("--host", default=rlark_config.current().host)
+        parser.add_argument("--port", type=int, default=rlark_config.current().port)
 
     def handle(self, *args, host: str, port: int, **options):  # noqa: D102
         self.specs = child_commands(host, port)

@@ -5,12 +5,12 @@ the workers a killed one left behind."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+import rlark_config
 from rlark_console.webserver import WebTier, default_workers
 
 
@@ -18,8 +18,8 @@ class Command(BaseCommand):
     help = "Serve HTTP and websockets with several daphne worker processes on one port (sized by cores)."
 
     def add_arguments(self, parser):  # noqa: D102
-        parser.add_argument("--host", default=os.environ.get("RLARK_HOST", "127.0.0.1"))
-        parser.add_argument("--port", type=int, default=int(os.environ.get("RLARK_PORT", "8000")))
+        parser.add_argument("--host", default=rlark_config.current().host)
+        parser.add_argument("--port", type=int, default=rlark_config.current().port)
         parser.add_argument("--workers", type=int, default=None, help="default: RLARK_WEB_WORKERS or 2 per core")
 
     def handle(self, *args, host: str, port: int, workers: int | None, **options):  # noqa: D102

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 
 from django.core.management.base import BaseCommand
 
+import rlark_config
 from sshgate import hostkeys
 from sshgate.server import Gate
 
@@ -18,12 +18,12 @@ class Command(BaseCommand):
     help = "Run the SSH bastion (ssh -J <user>@<host>:<port> <worker>)."
 
     def add_arguments(self, parser):  # noqa: D102
-        parser.add_argument("--host", default=os.environ.get("RLARK_SSH_HOST", "127.0.0.1"))
-        parser.add_argument("--port", type=int, default=int(os.environ.get("RLARK_SSH_PORT", "2222")))
+        parser.add_argument("--host", default=rlark_config.current().ssh_host)
+        parser.add_argument("--port", type=int, default=rlark_config.current().ssh_port)
 
     def handle(self, *args, host: str, port: int, **options):  # noqa: D102
         logging.basicConfig(level=logging.INFO, format="%(asctime)s sshgate %(levelname)s %(message)s")
-        if os.environ.get("RLARK_SSH_DEBUG"):
+        if rlark_config.current().ssh_debug:
             import asyncssh
 
             asyncssh.set_debug_level(2)
