@@ -136,7 +136,7 @@ class NodeView:
 
 @dataclass
 class PodView:
-    """What pending analysis reads of one Pod row (see ``jobs.observe.sync._pod_values``)."""
+    """What pending analysis reads of one Pod row (see ``jobs.observe.sync_rows.pod_values``)."""
 
     name: str
     ordinal: int = 0
