@@ -1,4 +1,4 @@
-"""Bench of issue 6 acceptance 4: Logs time-to-first-line and WebTerminal keystroke echo.
+"""Bench of the Logs tab's time-to-first-line and the WebTerminal's keystroke echo.
 
 Starts the demo console (``launcher.terminal_demo``: daphne + the real ASGI app, a DirRuntime whose Pods are
 log files and PTY shells) on loopback, logs in over HTTP like a browser, then measures:

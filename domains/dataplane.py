@@ -1,4 +1,4 @@
-"""What each local cluster's supervisor must know about its domain members (issue 13): :func:`publish`.
+"""What each local cluster's supervisor must know about its domain members: :func:`publish`.
 
 For every isolated local cluster (``Cluster.isolated_network``), the memberships of its Workers in every domain,
 from the allocations (``IPAllocation``, key ``<cluster>/<namespace>/<pod>``): the member's IP and the domain's prefix

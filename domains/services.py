@@ -1,6 +1,6 @@
 """Network domains: CIDR validation, virtual IP allocation for Workers, safe deletion.
 
-Sources: issue 8 "Network domains", seed 04 第三步 ("CIDR 不能重叠"; "末字节为 .0 或 .255 的 IPv4 地址始终
+Sources: seed 04 第三步 ("CIDR 不能重叠"; "末字节为 .0 或 .255 的 IPv4 地址始终
 保留…该规则同样适用于大于 /24 的 CIDR"), upstream-rlark 12.2/12.3.
 
 CIDR rules (:func:`validate_cidr`, error codes for the API):

@@ -39,7 +39,7 @@ class TaskInline(admin.TabularInline):
 
 @admin.register(Job)
 class JobAdmin(ReadOnlyAdmin):
-    """Read-only, except the log archive cap, which a superuser may set per job (issue 16, point 5)."""
+    """Read-only, except the log archive cap, which a superuser may set per job."""
 
     list_display = ["name", "display_name", "owner", "phase", "attempt", "stopped", "created_at", "finished_at"]
     list_filter = ["phase", "stopped"]

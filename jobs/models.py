@@ -200,4 +200,4 @@ class PodLogScan(models.Model):
         return f"{self.pod_id}@{self.cursor}"
 
 
-from jobs.models_metrics import MetricSample  # noqa: E402,F401  (the metric samples; own module)
+from jobs.models_metrics import MetricSample  # noqa: E402,F401  (the Metrics tab's samples; own module)

@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     runtime.append_log(NS, "demo-actor-1", history)
     runtime.append_log(NS, "demo-rollout-0", "[rlark] worker joined the Ray cluster\n")
-    # issue 14.6b: demo-actor-1 also runs a native sidecar (the domain network agent) and had an init container
+    # demo-actor-1 also runs a native sidecar (the domain network agent) and had an init container
     runtime.add_container(NS, "demo-actor-1", "net-agent", "sidecar")
     runtime.add_container(NS, "demo-actor-1", "prepare", "init")
     runtime.append_container_log(NS, "demo-actor-1", "net-agent", "[net-agent] domain network up (10.77.0.2/24)\n")

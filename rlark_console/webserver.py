@@ -1,4 +1,4 @@
-"""The web tier: several daphne processes sharing one listening socket, sized by cores (issue 18).
+"""The web tier: several daphne processes sharing one listening socket, sized by cores.
 
 Django runs a synchronous view of one ASGI process in one thread (``thread_sensitive``), so a single daphne
 served requests one at a time: 8 connections were barely faster than 1, and one user's slow request (a hung

@@ -1,6 +1,6 @@
 """SSH public keys: parsing, validation, fingerprints and per-user storage.
 
-Rules (issue 8 "SSH public keys", seed 04 第二步, upstream-rlark 11 "RLark Console goes further"):
+Rules (seed 04 第二步, upstream-rlark 11 "RLark Console goes further"):
 
 * accepted types: ``ssh-ed25519``, ``ecdsa-sha2-nistp256|384|521``, ``sk-ssh-ed25519@openssh.com``,
   ``sk-ecdsa-sha2-nistp256@openssh.com`` and ``ssh-rsa`` with at least 2048 bits;

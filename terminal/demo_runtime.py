@@ -221,7 +221,7 @@ class DirRuntime(Runtime):
             fh.write(data.encode() if isinstance(data, str) else data)
 
     def add_container(self, namespace: str, pod: str, name: str, kind: str = "sidecar") -> None:
-        """Give ``pod`` another container (issue 14.6b): its own log file ``<name>.log`` and working directory."""
+        """Give ``pod`` another container: its own log file ``<name>.log`` and working directory."""
         p = self._pod(namespace, pod)
         p.containers[name] = kind
         (self.pod_dir(namespace, pod) / f"{name}.log").touch()

@@ -192,7 +192,7 @@ def update_job(
     ``patch=True``: ``document_or_text`` is a JSON merge patch, applied to the document as stored *now*, under
     the Job row's lock, so concurrent edits of different fields and a concurrent stop/start are never lost
     (adding annotation ``rlark.io/restarted-at`` restarts). A ``spec.stopped`` the request leaves as the caller
-    read it keeps the job's current state (issue 16, Major 7: no lost update across replicas).
+    read it keeps the job's current state (no lost update across replicas).
 
     The name cannot change (``job_name_mismatch``). Existing labels and annotations are kept unless the new
     document sets them (upstream PUT dropped them). The resources the job's own Workers hold are not counted

@@ -132,7 +132,7 @@ def _ssh_keys(user, owner=None) -> list[Any]:
     return keys
 
 
-# --------------------------------------------------------------------------- validation through H1
+# --------------------------------------------------------------------------- validation
 
 
 def _validate(state: wz.WizardState, user, job=None):
@@ -445,12 +445,12 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
             if state.step == 2 and first is not None:
                 state.active_role = wz.task_index(first["path"])
             if name != "submit" and state.step == 2:
-                # Until the user submits, only the role being edited shows its problems (issue 14.10).
+                # Until the user submits, only the role being edited shows its problems.
                 blocking = [e for e in blocking if wz.task_index(e["path"]) in (None, state.active_role)]
             extra.update(errors=blocking, warnings=warnings)
             return extra
         if target == 2 and state.step != 2:
-            state.active_role = state.header_index  # step 2 opens on the Header role (issue 14.10)
+            state.active_role = state.header_index  # step 2 opens on the Header role
         state.step = target
         if target == 4:
             extra.update(preview=_preview_yaml(document), warnings=warnings)
@@ -525,7 +525,7 @@ def _wizard(request: HttpRequest, *, mode: str, job=None) -> HttpResponse:
 
 
 def _preselect_common(state: wz.WizardState) -> None:
-    """A new job preselects the default domain (H5's rule: the only one)."""
+    """A new job preselects the default domain (``domains.services``: the only one, else none)."""
     _domains_list, default = _domains()
     state.domain = default
 

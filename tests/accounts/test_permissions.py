@@ -1,4 +1,4 @@
-"""Permission matrix (issue 8 acceptance 2): for every page, API endpoint and websocket that exists, user B
+"""Permission matrix: for every page, API endpoint and websocket that exists, user B
 gets 403/404 on user A's job (and cannot change it), sees A's job nowhere, and anonymous users get a login
 redirect, 401 or 403. Routes are enumerated from the URL configuration, so new endpoints are covered
 automatically."""

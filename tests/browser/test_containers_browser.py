@@ -1,6 +1,5 @@
-"""Browser: the container picker of the Logs tab and the WebTerminal (issue 14.6b).
-launcher.terminal_demo's demo-actor-1 runs a native sidecar (net-agent) and had an init container (prepare), each
-with its own log and shell (DirRuntime);
+"""Browser: the container picker of the Logs tab and the WebTerminal. launcher.terminal_demo's demo-actor-1
+runs a native sidecar (net-agent) and had an init container (prepare), each with its own log and shell (DirRuntime);
 switching containers several times in one page keeps the terminal's input working."""
 
 from __future__ import annotations

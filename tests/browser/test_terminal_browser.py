@@ -96,7 +96,7 @@ def test_webterminal_session(demo, page, tmp_path):
 
     type_line(page, "exit 0")
     status = page.locator('[data-testid="term-status"]')
-    expect(status).to_have_text("会话已结束（退出码 0）。")  # printed once, no English repeat (issue 14.9)
+    expect(status).to_have_text("会话已结束（退出码 0）。")  # printed once, no English repeat
     wait_screen(page, r"会话已结束（退出码 0）。")
     text = screen(page)
     assert text.count("退出码 0") == 1 and "exited with code" not in text

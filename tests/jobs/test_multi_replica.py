@@ -1,4 +1,4 @@
-"""Issue 16 Major 7: many replicas, no double work.
+"""Many replicas, no double work.
 
 Two web processes (daphne) and two Celery worker processes, plus one beat, run against one PostgreSQL database and
 one Redis, as in production. 50 concurrent start / stop / edit actions hit one Kubernetes job (on the fake API

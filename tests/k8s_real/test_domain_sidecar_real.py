@@ -1,4 +1,4 @@
-"""Issue 13 point 6 against the REAL control plane: a Kubernetes job with ``spec.domain`` gets the network agent as
+"""Against the REAL control plane: a Kubernetes job with ``spec.domain`` gets the network agent as
 a native sidecar (an init container with ``restartPolicy: Always``), with ``NET_ADMIN`` only, not privileged, no
 ``hostNetwork``, the cluster's configured agent image, and the member Secret mounted; the real API server accepts the
 StatefulSets, the real StatefulSet controller creates Pods that carry it, and they run (kwok)."""
