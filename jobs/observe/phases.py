@@ -328,8 +328,8 @@ def job_phase(job: Job, tasks: list[Task], seen: JobTally, all_ready: bool) -> t
     """The phase and message of a job that is neither stopped nor finished (upstream-rlark 6.1, "goes further";
     peers 2.1), first match: ``Succeeded`` when the header's run script exited 0; ``Failed`` on any failure, the
     header's first (``seen.failures`` sorted so); ``Running`` when every Task has its Workers ready and the header
-    logged ``Ray cluster is ready`` (or the job already ran: a Worker coming back does not make it Pending; peers
-    3.3 S3); else ``Pending`` with the first blocking reason (:func:`pending_reason`)."""
+    logged ``Ray cluster is ready`` (or the job was Running already; peers 3.3 S3: not Running while a role's Pods
+    are not ready); else ``Pending`` with the first blocking reason (:func:`pending_reason`)."""
     if seen.succeeded:
         return Phase.SUCCEEDED, "Run script exited with code 0"
     if seen.failures:
