@@ -135,7 +135,7 @@ class Pod(models.Model):
     reason = models.CharField(_("reason"), max_length=128, blank=True)
     message = models.TextField(_("message"), blank=True)
     container_state = models.JSONField(_("container state"), default=dict, blank=True)
-    # What the runtime last reported, hashed (``jobs.observe.sync.fingerprint``): a steady sync cycle compares
+    # What the runtime last reported, hashed (``jobs.observe.sync_rows.fingerprint``): a steady sync cycle compares
     # it with the new report and leaves the rows of unchanged running jobs unread.
     fingerprint = models.CharField(_("fingerprint"), max_length=32, blank=True, default="")
     restart_count = models.PositiveIntegerField(_("restarts"), default=0)

@@ -1,5 +1,5 @@
 """Run check 5 on a cluster whose nodes the console cannot read (Kubernetes): :func:`probe_for` a job returns the
-``OutputProbe`` of ``jobs.explain.runcheck.check_output``, which runs :mod:`jobs.explain.output_scan` inside a
+``OutputProbe`` of ``jobs.explain.runcheck_output.check_output``, which runs :mod:`jobs.explain.output_scan` inside a
 running Worker of the Task template whose hostPath or PVC mount covers the output path (the Header first), through
 the runtime's exec (``pods/exec``), and reads its one result line.
 

@@ -1,4 +1,4 @@
-"""Why a role's Workers are still pending (issue 7; seed 05 "Job 长时间处于 Pending"; peers 3.4 P1/P3, 3.3 S9).
+"""Why a role's Workers are still pending (seed 05 "Job 长时间处于 Pending"; peers 3.4 P1/P3, 3.3 S9).
 
 For each role (Task) of a Job, :func:`pending_reasons` returns the reasons its Workers are not running yet, in
 the order seed 05 asks to check them:
@@ -136,7 +136,7 @@ class NodeView:
 
 @dataclass
 class PodView:
-    """What pending analysis reads of one Pod row (see ``jobs.observe.sync._pod_values``)."""
+    """What pending analysis reads of one Pod row (see ``jobs.observe.sync_rows.pod_values``)."""
 
     name: str
     ordinal: int = 0

@@ -3,7 +3,7 @@
 Shared by both runtimes: Kubernetes applies the objects as they are; the local runtime reads the same
 StatefulSet-shaped ``workload`` dict (main container command, env, resources, volumes).
 
-Source: upstream-rlark 4.1-4.7 **without its flaws** (issue 5):
+Source: upstream-rlark 4.1-4.7 **without its flaws**:
 
 - StatefulSet ``<job>-<task>`` in the cluster's namespace; labels ``rlinf.io/job``, ``rlinf.io/task`` and
   ``app=<task>`` always added next to the user's labels (upstream drops ``app`` when the user sets labels, so the
@@ -47,6 +47,7 @@ import base64
 import copy
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ from clusters.models import ImageRegistry
 from clusters.runtime.base import TaskManifest
 from clusters.selectors import parse_selector, values_of
 from domains import sidecar as network_sidecar
-from jobs.jobspec.layout import main_container, task_layout
+from jobs.jobspec.layout import TaskLayout, main_container, task_layout
 from jobs.jobspec.naming import head_service_name
 from storage.services import StorageError, match_registry, normalize_image, normalize_registry
 
@@ -208,7 +209,7 @@ def injected_env(
         env.append(_field_env("RLARK_NODE_IP", "status.podIP"))
         if domain:
             env.append(_env("RLARK_DOMAIN", domain))
-        # RLark goes further (issue 14.2): a per-run output prefix, see jobs.observe.run_prefix
+        # a per-run output prefix (seed 02, check 5: "checkpoint 使用本次运行的唯一前缀"; jobs.observe.run_prefix)
         env.append(_field_env("RLARK_RUN_ID", "metadata.uid"))
     else:
         address = f"{head_task}-0.rlark-domain" if domain else head_service_name(head_task)
@@ -221,6 +222,29 @@ def _security_context(existing: Mapping | None) -> dict[str, Any]:
     ctx["privileged"] = False
     ctx["allowPrivilegeEscalation"] = False
     return ctx
+
+
+@dataclass(frozen=True)
+class _JobParts:
+    """What every Task of one job shares: the Job's name, the image ``registries``, the ``ssh_keys`` to inject,
+    ``storage_classes`` (console name -> ``storageClassName``), the default ``pvc_policy``, the attached
+    ``rlinf_config`` text, the Ray token, ``stopped`` (replicas 0), the ``domain`` and the wrapper ``script_data``
+    (file name -> text)."""
+
+    job_name: str
+    registries: list[Any]
+    ssh_keys: list[str]
+    storage_classes: Mapping[str, str]
+    pvc_policy: str
+    rlinf_config: str
+    ray_auth_token: str
+    stopped: bool
+    domain: str
+    script_data: dict[str, str]
+
+    def labels(self, task: str) -> dict[str, str]:
+        """The labels of the objects a Task owns besides its StatefulSet (ConfigMaps, Secrets, PVCs)."""
+        return {LABEL_JOB: self.job_name, LABEL_TASK: task, LABEL_MANAGED: FIELD_MANAGER}
 
 
 def build_task_manifests(
@@ -255,225 +279,286 @@ def build_task_manifests(
     """
     if registries is None:
         registries = list(ImageRegistry.objects.all())
-    registries = list(registries)
-    storage_classes = storage_classes or {}
     document = copy.deepcopy(document)
     document.setdefault("metadata", {})["name"] = job_name
     spec = document.get("spec") or {}
     templates = [t for t in spec.get("tasks") or [] if isinstance(t, dict)]
-    stopped = bool(spec.get("stopped"))
-    domain = str(spec.get("domain") or "")
-    script_data = scripts()
+    job = _JobParts(
+        job_name=job_name,
+        registries=list(registries),
+        ssh_keys=list(ssh_keys or []),
+        storage_classes=storage_classes or {},
+        pvc_policy=pvc_policy,
+        rlinf_config=rlinf_config,
+        ray_auth_token=ray_auth_token,
+        stopped=bool(spec.get("stopped")),
+        domain=str(spec.get("domain") or ""),
+        script_data=scripts(),
+    )
     out: list[TaskManifest] = []
     for layout, template in zip(task_layout(document), templates, strict=True):
         cluster = clusters.get(layout.cluster)
         if cluster is None:
             raise ManifestError(f"task {layout.template_name!r}: unknown cluster {layout.cluster!r}")
-        namespace = cluster.namespace
-        task = layout.task_name
-        head = layout.head
-        head_task = layout.head_task_name
-        ray_role = "head" if head else "worker"
-        replicas = 0 if stopped else layout.replicas
-        base_labels = {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_APP: task}
-        annotations = {
-            ANN_ROLE: ray_role,
-            ANN_TOTAL: str(layout.total_nodes),
-            ANN_RANK_START: str(layout.rank_start),
-        }
-        if head_task:
-            annotations[ANN_HEAD_TASK] = head_task
+        out.append(_task_manifest(job, layout, template, cluster))
+    return out
 
-        workload = (template.get("kubernetes") or {}).get("workload") or {}
-        pod_template = copy.deepcopy(workload.get("template") or {})
-        pod_meta = pod_template.setdefault("metadata", {})
-        pod_meta["labels"] = {**(pod_meta.get("labels") or {}), **base_labels}
-        pod_meta["annotations"] = {**(pod_meta.get("annotations") or {}), **annotations}
-        pod_spec = pod_template.setdefault("spec", {})
-        containers = pod_spec.get("containers") or []
-        if not containers:
-            raise ManifestError(f"task {layout.template_name!r}: the pod template has no containers")
-        main = main_container(template)
-        main_index = next((i for i, c in enumerate(containers) if c.get("name") == main.get("name")), 0)
 
-        extra: list[dict[str, Any]] = []
-        # image pull secrets (Secrets carry the decrypted password: extra_objects only)
-        pull_secrets = [dict(s) for s in pod_spec.get("imagePullSecrets") or []]
-        for c in [*pod_spec.get("initContainers", []), *containers]:
-            reg = registry_for_image(str(c.get("image") or ""), registries)
-            if reg is None or not getattr(reg, "username", "") or not getattr(reg, "password", ""):
-                continue  # public or credential-less registry: nothing to pull with
-            name = registry_secret_name(reg)
-            if {"name": name} not in pull_secrets:
-                pull_secrets.append({"name": name})
-                extra.append(registry_secret(reg, namespace))
+def _task_manifest(job: _JobParts, layout: TaskLayout, template: dict, cluster: Any) -> TaskManifest:
+    """The TaskManifest of one template: the Pod template (:func:`_pod_template`), its containers
+    (:func:`_containers`), volumes and the objects they need (:func:`_volumes`, :func:`_pvcs`), scheduling
+    (:func:`_schedule`), the network sidecar when the job has a domain, the scripts ConfigMap, the head Service of
+    the header and the StatefulSet (:func:`_statefulset`). ``extra_objects`` in that order: registry Secrets, the
+    RLinf ConfigMap, the Ray auth Secret, PVCs, the sidecar's Secret, the scripts ConfigMap, the head Service."""
+    namespace = cluster.namespace
+    task = layout.task_name
+    ray_role = "head" if layout.head else "worker"
+    replicas = 0 if job.stopped else layout.replicas
+    base_labels = {LABEL_JOB: job.job_name, LABEL_TASK: task, LABEL_APP: task}
+    annotations = {
+        ANN_ROLE: ray_role,
+        ANN_TOTAL: str(layout.total_nodes),
+        ANN_RANK_START: str(layout.rank_start),
+    }
+    if layout.head_task_name:
+        annotations[ANN_HEAD_TASK] = layout.head_task_name
 
-        for i, c in enumerate(containers):
-            c = dict(c)
-            c["securityContext"] = _security_context(c.get("securityContext"))
-            if i == main_index:
-                c["name"] = "main"
-                c["command"] = ["bash", f"{SCRIPTS_MOUNT}/{'ray_head.sh' if head else 'ray_worker.sh'}"]
-                c["env"] = list(c.get("env") or []) + injected_env(
-                    head=head,
-                    template=template,
-                    rank_start=layout.rank_start,
-                    total_nodes=layout.total_nodes,
-                    head_task=head_task,
-                    domain=domain,
-                    ssh_keys=list(ssh_keys or []),
-                )
-                mounts = [m for m in c.get("volumeMounts") or [] if m.get("name") not in (SCRIPTS_VOLUME, RLINF_VOLUME)]
-                c["volumeMounts"] = mounts + [{"name": SCRIPTS_VOLUME, "mountPath": SCRIPTS_MOUNT, "readOnly": True}]
-                if ray_auth_token:
-                    c["env"] += ray_auth.container_env(task)
-                if rlinf_config:
-                    c["volumeMounts"].append({"name": RLINF_VOLUME, "mountPath": RLINF_MOUNT, "readOnly": True})
-                    c["env"].append({"name": "RLARK_RLINF_CONFIG", "value": f"{RLINF_MOUNT}/{RLINF_FILE}"})
-                if head:
-                    ports = [p for p in c.get("ports") or [] if p.get("containerPort") not in (RAY_PORT,)]
-                    c["ports"] = ports + [
-                        {"name": "gcs", "containerPort": RAY_PORT, "protocol": "TCP"},
-                        {"name": "dashboard", "containerPort": DASHBOARD_PORT, "protocol": "TCP"},
-                        {"name": "client", "containerPort": CLIENT_PORT, "protocol": "TCP"},
-                    ]
-            resources = _resources(c)
-            if resources:
-                c["resources"] = resources
-            else:
-                c.pop("resources", None)
-            containers[i] = c
-        pod_spec["containers"] = containers
-        for i, c in enumerate(pod_spec.get("initContainers") or []):
-            pod_spec["initContainers"][i] = {**c, "securityContext": _security_context(c.get("securityContext"))}
+    workload = (template.get("kubernetes") or {}).get("workload") or {}
+    pod_template = _pod_template(workload, base_labels, annotations)
+    pod_spec = pod_template["spec"]
+    if not pod_spec.get("containers"):
+        raise ManifestError(f"task {layout.template_name!r}: the pod template has no containers")
 
-        configmap_name = f"{task}-rlark-scripts"
-        volumes = [v for v in pod_spec.get("volumes") or [] if v.get("name") not in (SCRIPTS_VOLUME, RLINF_VOLUME)]
-        volumes.append({"name": SCRIPTS_VOLUME, "configMap": {"name": configmap_name, "defaultMode": 0o555}})
-        if rlinf_config:
-            volumes.append({"name": RLINF_VOLUME, "configMap": {"name": f"{task}-rlinf-config"}})
-            extra.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {
-                        "name": f"{task}-rlinf-config",
-                        "namespace": namespace,
-                        "labels": {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_MANAGED: FIELD_MANAGER},
-                    },
-                    "data": {RLINF_FILE: rlinf_config},
-                }
-            )
-        pod_spec["volumes"] = volumes
-        if ray_auth_token:
-            labels = {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_MANAGED: FIELD_MANAGER}
-            extra.append(ray_auth.secret(task, namespace, labels, ray_auth_token))
-
-        # PVCs for every persistentVolumeClaim volume
-        pvc_map = workload.get("pvcStorageMap") or {}
-        pvc_options = workload.get("pvcOptions") or {}
-        for vol in volumes:
-            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
-            if not claim:
-                continue
-            opts = pvc_options.get(claim) or {}
-            console_class = str(pvc_map.get(claim) or "")
-            policy = str(opts.get("reclaimPolicy") or pvc_policy)
-            pvc_spec: dict[str, Any] = {
-                "accessModes": [str(opts.get("accessMode") or DEFAULT_ACCESS_MODE)],
-                "resources": {"requests": {"storage": str(opts.get("size") or DEFAULT_PVC_SIZE)}},
-            }
-            if console_class:
-                pvc_spec["storageClassName"] = storage_classes.get(console_class, console_class)
-            pvc_annotations = {ANN_PVC_RECLAIM: "Retain" if policy == "Retain" else "Delete"}
-            if console_class:
-                pvc_annotations[ANN_STORAGE_CLASS] = console_class
-            extra.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "PersistentVolumeClaim",
-                    "metadata": {
-                        "name": claim,
-                        "namespace": namespace,
-                        "labels": {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_MANAGED: FIELD_MANAGER},
-                        "annotations": pvc_annotations,
-                    },
-                    "spec": pvc_spec,
-                }
-            )
-
-        if pull_secrets:
-            pod_spec["imagePullSecrets"] = pull_secrets
-        selector = parse_selector(template.get("nodeSelector"))
-        pod_spec.pop("nodeSelector", None)
-        affinity = dict(pod_spec.get("affinity") or {})
-        node_aff = node_affinity(selector)
-        if node_aff:
-            affinity["nodeAffinity"] = node_aff
-        affinity["podAntiAffinity"] = {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {LABEL_TASK: task}}, "topologyKey": "kubernetes.io/hostname"}
-            ]
-        }
-        pod_spec["affinity"] = affinity
-        if template.get("hostNetwork") is True or pod_spec.get("hostNetwork") is True:
-            pod_spec["hostNetwork"] = True
-            pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
-        else:
-            pod_spec.pop("hostNetwork", None)
-        pod_spec.setdefault("restartPolicy", "Always")
-        if domain and getattr(cluster, "runtime", "kubernetes") == "kubernetes":  # issue 13: the native sidecar
-            net_labels = {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_MANAGED: FIELD_MANAGER}
-            image = str(getattr(cluster, "network_agent_image", "") or "")
-            extra.append(network_sidecar.add(pod_spec, task=task, namespace=namespace, labels=net_labels, image=image))
-
+    pull_secrets, extra = _pull_secrets(pod_spec, job.registries, namespace)
+    _containers(pod_spec, template, layout, job)
+    extra += _volumes(pod_spec, task, namespace, job)
+    if job.ray_auth_token:
+        extra.append(ray_auth.secret(task, namespace, job.labels(task), job.ray_auth_token))
+    extra += _pvcs(pod_spec["volumes"], workload, task, namespace, job)
+    if pull_secrets:
+        pod_spec["imagePullSecrets"] = pull_secrets
+    _schedule(pod_spec, template, task)
+    if job.domain and getattr(cluster, "runtime", "kubernetes") == "kubernetes":
+        # network domains (upstream-rlark 12; docs/network-domains.md): the agent runs as a native sidecar
+        image = str(getattr(cluster, "network_agent_image", "") or "")
         extra.append(
+            network_sidecar.add(pod_spec, task=task, namespace=namespace, labels=job.labels(task), image=image)
+        )
+    extra.append(_configmap(f"{task}-rlark-scripts", namespace, job.labels(task), dict(job.script_data)))
+    if layout.head:
+        extra.append(head_service(job.job_name, task, namespace, annotations))
+    return TaskManifest(
+        job=job.job_name,
+        task=task,
+        namespace=namespace,
+        ray_role=ray_role,
+        replicas=replicas,
+        rank_start=layout.rank_start,
+        total_nodes=layout.total_nodes,
+        head_task=layout.head_task_name,
+        workload=_statefulset(job.job_name, task, namespace, layout, replicas, base_labels, annotations, pod_template),
+        extra_objects=tuple(extra),
+    )
+
+
+def _pod_template(workload: Mapping, base_labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:
+    """A deep copy of the workload's Pod template (``{metadata, spec}``, both present) with the Task's labels and
+    annotations added over the user's."""
+    pod_template = copy.deepcopy(workload.get("template") or {})
+    pod_meta = pod_template.setdefault("metadata", {})
+    pod_meta["labels"] = {**(pod_meta.get("labels") or {}), **base_labels}
+    pod_meta["annotations"] = {**(pod_meta.get("annotations") or {}), **annotations}
+    pod_template.setdefault("spec", {})
+    return pod_template
+
+
+def _pull_secrets(pod_spec: dict, registries: list[Any], namespace: str) -> tuple[list[dict], list[dict]]:
+    """``(imagePullSecrets, Secret objects)``: the Pod's own pull secrets plus one per registry with credentials
+    that an image of its (init) containers pulls from. The Secrets carry the decrypted password: they go to
+    ``extra_objects`` only."""
+    pull_secrets = [dict(s) for s in pod_spec.get("imagePullSecrets") or []]
+    secrets: list[dict] = []
+    for c in [*pod_spec.get("initContainers", []), *pod_spec["containers"]]:
+        reg = registry_for_image(str(c.get("image") or ""), registries)
+        if reg is None or not getattr(reg, "username", "") or not getattr(reg, "password", ""):
+            continue  # public or credential-less registry: nothing to pull with
+        name = registry_secret_name(reg)
+        if {"name": name} not in pull_secrets:
+            pull_secrets.append({"name": name})
+            secrets.append(registry_secret(reg, namespace))
+    return pull_secrets, secrets
+
+
+def _containers(pod_spec: dict, template: dict, layout: TaskLayout, job: _JobParts) -> None:
+    """Rewrite the Pod's containers in place: every one (init containers too) non-privileged, requests/limits
+    normalised (:func:`_resources`); the main one as :func:`_main_container` makes it."""
+    containers = pod_spec["containers"]
+    main = main_container(template)
+    main_index = next((i for i, c in enumerate(containers) if c.get("name") == main.get("name")), 0)
+    for i, c in enumerate(containers):
+        c = dict(c)
+        c["securityContext"] = _security_context(c.get("securityContext"))
+        if i == main_index:
+            _main_container(c, template, layout, job)
+        resources = _resources(c)
+        if resources:
+            c["resources"] = resources
+        else:
+            c.pop("resources", None)
+        containers[i] = c
+    pod_spec["containers"] = containers
+    for i, c in enumerate(pod_spec.get("initContainers") or []):
+        pod_spec["initContainers"][i] = {**c, "securityContext": _security_context(c.get("securityContext"))}
+
+
+def _main_container(c: dict, template: dict, layout: TaskLayout, job: _JobParts) -> None:
+    """The ``main`` container (in place): named ``main``, its command the wrapper script of its Ray role, the
+    injected env after the user's (:func:`injected_env`, then the Ray token's and the RLinf config's), the
+    scripts (and RLinf config) mounted read-only, and on the header the Ray ports (GCS, dashboard, client)."""
+    task = layout.task_name
+    c["name"] = "main"
+    c["command"] = ["bash", f"{SCRIPTS_MOUNT}/{'ray_head.sh' if layout.head else 'ray_worker.sh'}"]
+    c["env"] = list(c.get("env") or []) + injected_env(
+        head=layout.head,
+        template=template,
+        rank_start=layout.rank_start,
+        total_nodes=layout.total_nodes,
+        head_task=layout.head_task_name,
+        domain=job.domain,
+        ssh_keys=job.ssh_keys,
+    )
+    mounts = [m for m in c.get("volumeMounts") or [] if m.get("name") not in (SCRIPTS_VOLUME, RLINF_VOLUME)]
+    c["volumeMounts"] = mounts + [{"name": SCRIPTS_VOLUME, "mountPath": SCRIPTS_MOUNT, "readOnly": True}]
+    if job.ray_auth_token:
+        c["env"] += ray_auth.container_env(task)
+    if job.rlinf_config:
+        c["volumeMounts"].append({"name": RLINF_VOLUME, "mountPath": RLINF_MOUNT, "readOnly": True})
+        c["env"].append({"name": "RLARK_RLINF_CONFIG", "value": f"{RLINF_MOUNT}/{RLINF_FILE}"})
+    if layout.head:
+        ports = [p for p in c.get("ports") or [] if p.get("containerPort") not in (RAY_PORT,)]
+        c["ports"] = ports + [
+            {"name": "gcs", "containerPort": RAY_PORT, "protocol": "TCP"},
+            {"name": "dashboard", "containerPort": DASHBOARD_PORT, "protocol": "TCP"},
+            {"name": "client", "containerPort": CLIENT_PORT, "protocol": "TCP"},
+        ]
+
+
+def _volumes(pod_spec: dict, task: str, namespace: str, job: _JobParts) -> list[dict]:
+    """Set the Pod's volumes: the user's (without the console's own names) plus the scripts ConfigMap
+    ``<task>-rlark-scripts`` (mode 0555) and, with an RLinf config, ``<task>-rlinf-config``. Returns the RLinf
+    ConfigMap object (or nothing)."""
+    volumes = [v for v in pod_spec.get("volumes") or [] if v.get("name") not in (SCRIPTS_VOLUME, RLINF_VOLUME)]
+    volumes.append({"name": SCRIPTS_VOLUME, "configMap": {"name": f"{task}-rlark-scripts", "defaultMode": 0o555}})
+    extra = []
+    if job.rlinf_config:
+        volumes.append({"name": RLINF_VOLUME, "configMap": {"name": f"{task}-rlinf-config"}})
+        extra.append(_configmap(f"{task}-rlinf-config", namespace, job.labels(task), {RLINF_FILE: job.rlinf_config}))
+    pod_spec["volumes"] = volumes
+    return extra
+
+
+def _configmap(name: str, namespace: str, labels: dict[str, str], data: dict[str, str]) -> dict[str, Any]:
+    """A ConfigMap object ``name`` holding ``data`` (file name -> text)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "data": data,
+    }
+
+
+def _pvcs(volumes: list[dict], workload: Mapping, task: str, namespace: str, job: _JobParts) -> list[dict]:
+    """One PersistentVolumeClaim per ``persistentVolumeClaim`` volume: StorageClass from ``pvcStorageMap`` (through
+    ``storage_classes``), size, access mode and reclaim policy from ``pvcOptions[claim]`` (defaults ``10Gi``,
+    ``ReadWriteOnce``, the job's ``pvc_policy``), the policy as the ``rlark.io/pvc-reclaim`` annotation."""
+    pvc_map = workload.get("pvcStorageMap") or {}
+    pvc_options = workload.get("pvcOptions") or {}
+    out = []
+    for vol in volumes:
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        if not claim:
+            continue
+        opts = pvc_options.get(claim) or {}
+        console_class = str(pvc_map.get(claim) or "")
+        policy = str(opts.get("reclaimPolicy") or job.pvc_policy)
+        pvc_spec: dict[str, Any] = {
+            "accessModes": [str(opts.get("accessMode") or DEFAULT_ACCESS_MODE)],
+            "resources": {"requests": {"storage": str(opts.get("size") or DEFAULT_PVC_SIZE)}},
+        }
+        if console_class:
+            pvc_spec["storageClassName"] = job.storage_classes.get(console_class, console_class)
+        pvc_annotations = {ANN_PVC_RECLAIM: "Retain" if policy == "Retain" else "Delete"}
+        if console_class:
+            pvc_annotations[ANN_STORAGE_CLASS] = console_class
+        out.append(
             {
                 "apiVersion": "v1",
-                "kind": "ConfigMap",
+                "kind": "PersistentVolumeClaim",
                 "metadata": {
-                    "name": configmap_name,
+                    "name": claim,
                     "namespace": namespace,
-                    "labels": {LABEL_JOB: job_name, LABEL_TASK: task, LABEL_MANAGED: FIELD_MANAGER},
+                    "labels": job.labels(task),
+                    "annotations": pvc_annotations,
                 },
-                "data": dict(script_data),
+                "spec": pvc_spec,
             }
         )
-        if head:
-            extra.append(head_service(job_name, task, namespace, annotations))
-
-        statefulset = {
-            "apiVersion": "apps/v1",
-            "kind": "StatefulSet",
-            "metadata": {
-                "name": task,
-                "namespace": namespace,
-                "labels": {**base_labels, LABEL_MANAGED: FIELD_MANAGER},
-                "annotations": dict(annotations),
-            },
-            "spec": {
-                "replicas": replicas,
-                "serviceName": head_service_name(head_task or task),
-                "podManagementPolicy": "Parallel",
-                "selector": {"matchLabels": {LABEL_JOB: job_name, LABEL_TASK: task}},
-                "template": pod_template,
-            },
-        }
-        out.append(
-            TaskManifest(
-                job=job_name,
-                task=task,
-                namespace=namespace,
-                ray_role=ray_role,
-                replicas=replicas,
-                rank_start=layout.rank_start,
-                total_nodes=layout.total_nodes,
-                head_task=head_task,
-                workload=statefulset,
-                extra_objects=tuple(extra),
-            )
-        )
     return out
+
+
+def _schedule(pod_spec: dict, template: dict, task: str) -> None:
+    """Scheduling fields of the Pod (in place): ``nodeSelector`` becomes node affinity (:func:`node_affinity`),
+    required anti-affinity on ``kubernetes.io/hostname`` (one Ray node per host), ``hostNetwork`` only when the
+    template asks for it, ``restartPolicy: Always`` by default."""
+    selector = parse_selector(template.get("nodeSelector"))
+    pod_spec.pop("nodeSelector", None)
+    affinity = dict(pod_spec.get("affinity") or {})
+    node_aff = node_affinity(selector)
+    if node_aff:
+        affinity["nodeAffinity"] = node_aff
+    affinity["podAntiAffinity"] = {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {LABEL_TASK: task}}, "topologyKey": "kubernetes.io/hostname"}
+        ]
+    }
+    pod_spec["affinity"] = affinity
+    if template.get("hostNetwork") is True or pod_spec.get("hostNetwork") is True:
+        pod_spec["hostNetwork"] = True
+        pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+    else:
+        pod_spec.pop("hostNetwork", None)
+    pod_spec.setdefault("restartPolicy", "Always")
+
+
+def _statefulset(
+    job_name: str,
+    task: str,
+    namespace: str,
+    layout: TaskLayout,
+    replicas: int,
+    base_labels: dict[str, str],
+    annotations: dict[str, str],
+    pod_template: dict,
+) -> dict[str, Any]:
+    """The StatefulSet ``<task>``: the Task's labels and annotations, ``podManagementPolicy: Parallel``, the head
+    Service as ``serviceName``, selecting the Task's Pods."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {
+            "name": task,
+            "namespace": namespace,
+            "labels": {**base_labels, LABEL_MANAGED: FIELD_MANAGER},
+            "annotations": dict(annotations),
+        },
+        "spec": {
+            "replicas": replicas,
+            "serviceName": head_service_name(layout.head_task_name or task),
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": {LABEL_JOB: job_name, LABEL_TASK: task}},
+            "template": pod_template,
+        },
+    }
 
 
 def head_service(job: str, task: str, namespace: str, annotations: Mapping[str, str] | None = None) -> dict:

@@ -25,7 +25,7 @@ from jobs.jobspec.messages import WARNING, Problem
 from jobs.jobspec.ranks import RankErrors, format_ranks, max_rank, parse_rank_config
 
 RESERVED_LABELS = ("cluster", "node")
-# Documented limits (issue 16, README "Limits"): nothing below allocates in proportion to a number the user
+# Documented limits (README "Limits"): nothing below allocates in proportion to a number the user
 # typed beyond these. MAX_NUM_NODES bounds ``cluster.num_nodes`` (and so every node rank); RANK_BUDGET bounds
 # the ranks all node groups and env configs expand to together (16 full covers of the largest cluster);
 # MAX_CONFIG_CHARS the config text.
@@ -129,41 +129,49 @@ def _placement_max_rank(value: Any) -> int | None:
 
 
 def plan(config: dict | str) -> RLinfPlan:
-    """Plan roles for an RLinf config (mapping or YAML text). Never raises for bad input: see ``problems``."""
+    """Plan roles for an RLinf config (mapping or YAML text). Never raises for bad input: see ``problems``.
+
+    The steps: read ``cluster`` and ``num_nodes`` (:func:`_read_cluster`), the node groups (:func:`_read_groups`),
+    the GPU hints of ``component_placement`` (:func:`_read_placement`), each rank's signature (:class:`_RankParts`),
+    the runs of ranks that form one role (:func:`_rank_runs`), and one role per run (:func:`_role`)."""
     data, problems = load_config(config)
     result = RLinfPlan(problems=problems)
-    warnings = result.warnings
     if data is None:
         return result
-    cluster = data.get("cluster")
-    if not isinstance(cluster, dict):
-        problems.append(Problem("cluster", "rlinf_config_invalid", {"detail": "missing cluster section"}))
+    found = _read_cluster(data, problems)
+    if found is None:
         return result
-    num_nodes = cluster.get("num_nodes")
-    if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes <= 0:
-        problems.append(Problem("cluster.num_nodes", "rlinf_num_nodes_invalid"))
-        return result
-    if num_nodes > MAX_NUM_NODES:
-        problems.append(
-            Problem("cluster.num_nodes", "rlinf_num_nodes_too_large", {"limit": MAX_NUM_NODES, "value": num_nodes})
-        )
-        return result
+    cluster, num_nodes = found
     result.num_nodes = num_nodes
-    all_ranks = range(num_nodes)
+    report = _Report(problems, result.warnings)
+    groups = _read_groups(cluster, num_nodes, report)
+    placement = _read_placement(cluster, {g["label"] for g in groups}, num_nodes, problems)
+    parts = _RankParts.of(groups, num_nodes)
+    by_label: dict[str, list[dict[str, Any]]] = {}
+    for g in groups:
+        by_label.setdefault(g["label"], []).append(g)
+    names = _RoleNames()
+    for i, ranks in enumerate(_rank_runs(parts, num_nodes)):
+        result.roles.append(_role(i == 0, ranks, parts, by_label, placement, names, report))
+    return result
 
-    groups_raw = cluster.get("node_groups") or []
-    if not isinstance(groups_raw, list):
-        problems.append(Problem("cluster.node_groups", "rlinf_group_invalid", {"detail": "node_groups must be a list"}))
-        groups_raw = []
 
-    budget = [RANK_BUDGET]
+@dataclass
+class _Report:
+    """Where the steps of :func:`plan` put what they find: ``problems`` (errors) and ``warnings`` (the plan's
+    lists), and the ``budget`` of ranks the node groups and env configs may still expand to (``RANK_BUDGET``)."""
 
-    def spend(ranks: Any, path: str) -> bool:
-        """Charge expanded ranks to the budget; False (and a problem, once) when it is used up."""
-        budget[0] -= len(ranks)
-        if budget[0] < 0:
-            if budget[0] + len(ranks) >= 0:
-                problems.append(
+    problems: list[Problem]
+    warnings: list[Problem]
+    budget: int = RANK_BUDGET
+
+    def spend(self, ranks: Any, path: str) -> bool:
+        """Charge expanded ranks (a sized collection) to the budget; False (and a problem, once) when it is used
+        up."""
+        self.budget -= len(ranks)
+        if self.budget < 0:
+            if self.budget + len(ranks) >= 0:
+                self.problems.append(
                     Problem(
                         path,
                         "rlinf_config_too_large",
@@ -173,37 +181,50 @@ def plan(config: dict | str) -> RLinfPlan:
             return False
         return True
 
+
+def _read_cluster(data: dict, problems: list[Problem]) -> tuple[dict, int] | None:
+    """``(cluster section, num_nodes)`` of a config mapping, or None (and a problem) when the section is missing or
+    ``num_nodes`` is not an int in ``1..MAX_NUM_NODES`` (rlinf.md 4)."""
+    cluster = data.get("cluster")
+    if not isinstance(cluster, dict):
+        problems.append(Problem("cluster", "rlinf_config_invalid", {"detail": "missing cluster section"}))
+        return None
+    num_nodes = cluster.get("num_nodes")
+    if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes <= 0:
+        problems.append(Problem("cluster.num_nodes", "rlinf_num_nodes_invalid"))
+        return None
+    if num_nodes > MAX_NUM_NODES:
+        problems.append(
+            Problem("cluster.num_nodes", "rlinf_num_nodes_too_large", {"limit": MAX_NUM_NODES, "value": num_nodes})
+        )
+        return None
+    return cluster, num_nodes
+
+
+def _read_groups(cluster: dict, num_nodes: int, report: _Report) -> list[dict[str, Any]]:
+    """The valid ``cluster.node_groups`` in config order, each ``{label, ranks: set[int], env_items, hardware: {rank:
+    [config]}, hw_type, num_gpus, order}`` (``env_items`` and ``hardware`` from :func:`_read_env_configs` and
+    :func:`_read_hardware`). A group without a usable label or ``node_ranks`` is left out with a problem; once the
+    rank budget is used up no further group is read."""
+    groups_raw = cluster.get("node_groups") or []
+    if not isinstance(groups_raw, list):
+        report.problems.append(
+            Problem("cluster.node_groups", "rlinf_group_invalid", {"detail": "node_groups must be a list"})
+        )
+        groups_raw = []
+    all_ranks = range(num_nodes)
     groups: list[dict[str, Any]] = []
     seen_labels: set[str] = set()
-    hw_seen: dict[tuple[int, str], str] = {}
+    hw_seen: dict[tuple[int, str], str] = {}  # (rank, hardware type) -> the label of the group that has it
     for gi, g in enumerate(groups_raw):
         gpath = f"cluster.node_groups[{gi}]"
-        if not isinstance(g, dict):
-            problems.append(Problem(gpath, "rlinf_group_invalid", {"detail": "a node group must be a mapping"}))
+        label = _group_label(g, gpath, seen_labels, report.problems)
+        if label is None:
             continue
-        label = g.get("label")
-        if label is None or str(label) == "":
-            problems.append(Problem(f"{gpath}.label", "rlinf_group_invalid", {"detail": "label is required"}))
+        ranks = _group_ranks(g, gpath, all_ranks, report.problems)
+        if ranks is None:
             continue
-        label = str(label)
-        if label in RESERVED_LABELS:
-            problems.append(Problem(f"{gpath}.label", "rlinf_group_invalid", {"detail": f"label {label} is reserved"}))
-        if label in seen_labels:
-            problems.append(Problem(f"{gpath}.label", "rlinf_group_invalid", {"detail": f"duplicate label {label}"}))
-        seen_labels.add(label)
-        if "node_ranks" not in g:
-            problems.append(Problem(f"{gpath}.node_ranks", "rlinf_group_invalid", {"detail": "node_ranks is required"}))
-            continue
-        try:
-            ranks = parse_rank_config(g["node_ranks"], all_ranks)
-        except RankErrors as exc:
-            problems.append(
-                Problem(
-                    f"{gpath}.node_ranks", "rlinf_node_ranks_invalid", {"value": g["node_ranks"], "detail": _err(exc)}
-                )
-            )
-            continue
-        if not spend(ranks, f"{gpath}.node_ranks"):
+        if not report.spend(ranks, f"{gpath}.node_ranks"):
             break
         group = {
             "label": label,
@@ -214,118 +235,164 @@ def plan(config: dict | str) -> RLinfPlan:
             "num_gpus": g.get("num_gpus"),
             "order": len(groups),
         }
-        # env_configs: a list; ranks a subset of the group's, no overlap between items.
-        env_configs = g.get("env_configs")
-        if env_configs is not None and not isinstance(env_configs, list):
-            problems.append(
-                Problem(f"{gpath}.env_configs", "rlinf_group_invalid", {"detail": "env_configs must be a YAML list"})
-            )
-            env_configs = []
-        covered: set[int] = set()
-        for ei, item in enumerate(env_configs or []):
-            epath = f"{gpath}.env_configs[{ei}]"
-            if not isinstance(item, dict):
-                problems.append(Problem(epath, "rlinf_group_invalid", {"detail": "an env config must be a mapping"}))
-                continue
-            try:
-                eranks = set(parse_rank_config(item.get("node_ranks", ""), all_ranks))
-            except RankErrors as exc:
-                problems.append(
-                    Problem(
-                        f"{epath}.node_ranks",
-                        "rlinf_node_ranks_invalid",
-                        {"value": item.get("node_ranks"), "detail": _err(exc)},
-                    )
-                )
-                continue
-            if not spend(eranks, f"{epath}.node_ranks"):
-                break
-            if not eranks <= group["ranks"]:
-                problems.append(
-                    Problem(
-                        f"{epath}.node_ranks",
-                        "node_ranks_mismatch",
-                        {
-                            "detail": f"env_configs node_ranks {format_ranks(eranks)} of group {label} must be "
-                            f"within the group's node_ranks {format_ranks(group['ranks'])}"
-                        },
-                    )
-                )
-            if eranks & covered:
-                problems.append(
-                    Problem(
-                        f"{epath}.node_ranks",
-                        "node_ranks_mismatch",
-                        {"detail": f"env_configs of group {label} overlap at ranks {format_ranks(eranks & covered)}"},
-                    )
-                )
-            covered |= eranks
-            interpreter = str(item.get("python_interpreter_path") or "")
-            if interpreter and (not interpreter.startswith("/") or "/path/to" in interpreter or "<" in interpreter):
-                # rlinf.md 3.9: the interpreter must exist on that node; a placeholder fails at start-up
-                warnings.append(
-                    Problem(
-                        f"{epath}.python_interpreter_path",
-                        "rlinf_placeholder",
-                        {"field": "python_interpreter_path", "value": interpreter},
-                        severity=WARNING,
-                    )
-                )
-            group["env_items"].append(
-                {
-                    "index": ei,
-                    "ranks": eranks & group["ranks"],
-                    "env": _env_vars(item.get("env_vars"), f"{epath}.env_vars", problems),
-                    "python_interpreter_path": str(item.get("python_interpreter_path") or ""),
-                }
-            )
-        hardware = g.get("hardware")
-        if hardware is not None:
-            if not isinstance(hardware, dict):
-                problems.append(Problem(f"{gpath}.hardware", "rlinf_group_invalid", {"detail": "must be a mapping"}))
-            else:
-                hw_type = str(hardware.get("type") or "")
-                group["hw_type"] = hw_type
-                for hi, hc in enumerate(hardware.get("configs") or []):
-                    hpath = f"{gpath}.hardware.configs[{hi}].node_rank"
-                    rank = hc.get("node_rank") if isinstance(hc, dict) else None
-                    if isinstance(rank, bool) or not isinstance(rank, int):
-                        problems.append(Problem(hpath, "rlinf_group_invalid", {"detail": "node_rank must be an int"}))
-                        continue
-                    if rank not in group["ranks"]:
-                        problems.append(
-                            Problem(
-                                hpath,
-                                "node_ranks_mismatch",
-                                {
-                                    "detail": f"node_rank {rank} in hardware config must be within node_ranks "
-                                    f"{format_ranks(group['ranks']) or '[]'} of group {label}"
-                                },
-                            )
-                        )
-                        continue
-                    if (rank, hw_type) in hw_seen:
-                        problems.append(
-                            Problem(
-                                hpath,
-                                "node_ranks_mismatch",
-                                {
-                                    "detail": f"{hw_type} at node_rank {rank} is also in group "
-                                    f"{hw_seen[(rank, hw_type)]}"
-                                },
-                            )
-                        )
-                    hw_seen[(rank, hw_type)] = label
-                    group["hardware"].setdefault(rank, []).append(hc)
+        _read_env_configs(group, g.get("env_configs"), gpath, all_ranks, report)
+        _read_hardware(group, g.get("hardware"), gpath, hw_seen, report.problems)
         groups.append(group)
+    return groups
 
-    # GPU hints from component_placement (rlinf.md 4.4: "GPUs implied: highest resource rank + 1 spread over the
-    # nodes (`all` -> the nodes' real GPUs)"). A group with ``hardware`` numbers its resources by robot, so its
-    # placement ids say nothing about GPUs; it needs GPUs only when it hosts a component other than ``env``.
-    labels = {g["label"] for g in groups}
-    group_need: dict[str, int] = {}
-    group_all: set[str] = set()  # groups with an ``all`` placement: the nodes' real GPUs
-    group_components: dict[str, set[str]] = {}
+
+def _group_label(g: Any, gpath: str, seen_labels: set[str], problems: list[Problem]) -> str | None:
+    """The ``label`` of node group ``g`` (problems for a reserved or duplicate one, which is still used; it joins
+    ``seen_labels``), or None when ``g`` is not a mapping or has no label."""
+    if not isinstance(g, dict):
+        problems.append(Problem(gpath, "rlinf_group_invalid", {"detail": "a node group must be a mapping"}))
+        return None
+    label = g.get("label")
+    if label is None or str(label) == "":
+        problems.append(Problem(f"{gpath}.label", "rlinf_group_invalid", {"detail": "label is required"}))
+        return None
+    label = str(label)
+    if label in RESERVED_LABELS:
+        problems.append(Problem(f"{gpath}.label", "rlinf_group_invalid", {"detail": f"label {label} is reserved"}))
+    if label in seen_labels:
+        problems.append(Problem(f"{gpath}.label", "rlinf_group_invalid", {"detail": f"duplicate label {label}"}))
+    seen_labels.add(label)
+    return label
+
+
+def _group_ranks(g: dict, gpath: str, all_ranks: range, problems: list[Problem]) -> list[int] | None:
+    """The sorted ranks of ``g["node_ranks"]`` (rlinf.md 5, within ``all_ranks``), or None (and a problem) when
+    missing or invalid."""
+    if "node_ranks" not in g:
+        problems.append(Problem(f"{gpath}.node_ranks", "rlinf_group_invalid", {"detail": "node_ranks is required"}))
+        return None
+    try:
+        return parse_rank_config(g["node_ranks"], all_ranks)
+    except RankErrors as exc:
+        problems.append(
+            Problem(f"{gpath}.node_ranks", "rlinf_node_ranks_invalid", {"value": g["node_ranks"], "detail": _err(exc)})
+        )
+        return None
+
+
+def _read_env_configs(group: dict[str, Any], env_configs: Any, gpath: str, all_ranks: range, report: _Report) -> None:
+    """Append the group's ``env_configs`` items to ``group["env_items"]`` as ``{index, ranks: set[int] (within the
+    group's), env: {name: value}, python_interpreter_path}``. The list's items' ranks must be a subset of the
+    group's and must not overlap (``node_ranks_mismatch``); a placeholder interpreter is a warning (rlinf.md
+    3.9). Stops at the item that uses up the rank budget."""
+    if env_configs is not None and not isinstance(env_configs, list):
+        report.problems.append(
+            Problem(f"{gpath}.env_configs", "rlinf_group_invalid", {"detail": "env_configs must be a YAML list"})
+        )
+        env_configs = []
+    label = group["label"]
+    covered: set[int] = set()
+    for ei, item in enumerate(env_configs or []):
+        epath = f"{gpath}.env_configs[{ei}]"
+        if not isinstance(item, dict):
+            report.problems.append(Problem(epath, "rlinf_group_invalid", {"detail": "an env config must be a mapping"}))
+            continue
+        try:
+            eranks = set(parse_rank_config(item.get("node_ranks", ""), all_ranks))
+        except RankErrors as exc:
+            report.problems.append(
+                Problem(
+                    f"{epath}.node_ranks",
+                    "rlinf_node_ranks_invalid",
+                    {"value": item.get("node_ranks"), "detail": _err(exc)},
+                )
+            )
+            continue
+        if not report.spend(eranks, f"{epath}.node_ranks"):
+            break
+        if not eranks <= group["ranks"]:
+            detail = (
+                f"env_configs node_ranks {format_ranks(eranks)} of group {label} must be "
+                f"within the group's node_ranks {format_ranks(group['ranks'])}"
+            )
+            report.problems.append(Problem(f"{epath}.node_ranks", "node_ranks_mismatch", {"detail": detail}))
+        if eranks & covered:
+            detail = f"env_configs of group {label} overlap at ranks {format_ranks(eranks & covered)}"
+            report.problems.append(Problem(f"{epath}.node_ranks", "node_ranks_mismatch", {"detail": detail}))
+        covered |= eranks
+        interpreter = str(item.get("python_interpreter_path") or "")
+        if interpreter and (not interpreter.startswith("/") or "/path/to" in interpreter or "<" in interpreter):
+            # rlinf.md 3.9: the interpreter must exist on that node; a placeholder fails at start-up
+            report.warnings.append(
+                Problem(
+                    f"{epath}.python_interpreter_path",
+                    "rlinf_placeholder",
+                    {"field": "python_interpreter_path", "value": interpreter},
+                    severity=WARNING,
+                )
+            )
+        group["env_items"].append(
+            {
+                "index": ei,
+                "ranks": eranks & group["ranks"],
+                "env": _env_vars(item.get("env_vars"), f"{epath}.env_vars", report.problems),
+                "python_interpreter_path": interpreter,
+            }
+        )
+
+
+def _read_hardware(
+    group: dict[str, Any], hardware: Any, gpath: str, hw_seen: dict[tuple[int, str], str], problems: list[Problem]
+) -> None:
+    """Read the group's ``hardware`` (``{type, configs: [{node_rank, ...}]}``, rlinf.md 8.2) into ``group["hw_type"]``
+    and ``group["hardware"]`` (rank -> its configs). A config's ``node_rank`` must be an int within the group's
+    ranks, and one rank has one config of a type across all groups (``hw_seen``: (rank, type) -> group label)."""
+    if hardware is None:
+        return
+    if not isinstance(hardware, dict):
+        problems.append(Problem(f"{gpath}.hardware", "rlinf_group_invalid", {"detail": "must be a mapping"}))
+        return
+    label = group["label"]
+    hw_type = str(hardware.get("type") or "")
+    group["hw_type"] = hw_type
+    for hi, hc in enumerate(hardware.get("configs") or []):
+        hpath = f"{gpath}.hardware.configs[{hi}].node_rank"
+        rank = hc.get("node_rank") if isinstance(hc, dict) else None
+        if isinstance(rank, bool) or not isinstance(rank, int):
+            problems.append(Problem(hpath, "rlinf_group_invalid", {"detail": "node_rank must be an int"}))
+            continue
+        if rank not in group["ranks"]:
+            detail = (
+                f"node_rank {rank} in hardware config must be within node_ranks "
+                f"{format_ranks(group['ranks']) or '[]'} of group {label}"
+            )
+            problems.append(Problem(hpath, "node_ranks_mismatch", {"detail": detail}))
+            continue
+        if (rank, hw_type) in hw_seen:
+            detail = f"{hw_type} at node_rank {rank} is also in group {hw_seen[(rank, hw_type)]}"
+            problems.append(Problem(hpath, "node_ranks_mismatch", {"detail": detail}))
+        hw_seen[(rank, hw_type)] = label
+        group["hardware"].setdefault(rank, []).append(hc)
+
+
+@dataclass
+class _Placement:
+    """The GPU hints of ``cluster.component_placement`` (rlinf.md 4.4: "GPUs implied: highest resource rank + 1
+    spread over the nodes (``all`` -> the nodes' real GPUs)"): per node-group label the GPU ids its placements
+    need (``group_need``), the groups with an ``all`` placement (``group_all``: the nodes' real GPUs) and the
+    components each group hosts (``group_components``); for placements without a node group, ``cluster_gpus``
+    (``cluster.num_gpus_per_node``) and the per-Worker ``global_gpus`` with its ``global_source`` (``placement``,
+    ``config`` or "")."""
+
+    group_need: dict[str, int] = field(default_factory=dict)
+    group_all: set[str] = field(default_factory=set)
+    group_components: dict[str, set[str]] = field(default_factory=dict)
+    cluster_gpus: int | None = None
+    global_gpus: int | None = None
+    global_source: str = ""
+
+
+def _read_placement(cluster: dict, labels: set[str], num_nodes: int, problems: list[Problem]) -> _Placement:
+    """The :class:`_Placement` of the config; a placement naming a node group that is not in ``labels`` (nor
+    reserved) is a problem (``rlinf_group_unknown``). A group with ``hardware`` numbers its resources by robot, so
+    its placement ids say nothing about GPUs; it needs GPUs only when it hosts a component other than ``env``
+    (:func:`_group_gpus`)."""
+    out = _Placement()
     global_need: int | None = None
     global_unknown = False
     placement = cluster.get("component_placement") or {}
@@ -333,121 +400,170 @@ def plan(config: dict | str) -> RLinfPlan:
         for comp, value in placement.items():
             comps = {c.strip() for c in str(comp).split(",") if c.strip()}
             if isinstance(value, dict):
-                ng = value.get("node_group")
-                names = ng if isinstance(ng, list) else str(ng or "").split(",")
-                names = [str(n).strip() for n in names if str(n).strip()]
-                for n in names:
-                    group_components.setdefault(n, set()).update(comps)
-                    if n not in labels and n not in RESERVED_LABELS:
-                        problems.append(
-                            Problem(
-                                f"cluster.component_placement.{comp}",
-                                "rlinf_group_unknown",
-                                {"component": comp, "group": n},
-                            )
-                        )
-                top = _placement_max_rank(value.get("placement", ""))
-                if top is not None and len(names) == 1:
-                    group_need[names[0]] = max(group_need.get(names[0], 0), top + 1)
-                elif top is None:
-                    group_all.update(names)
+                _group_placement(out, comp, comps, value, labels, problems)
+                continue
+            top = _placement_max_rank(value)
+            if top is None:
+                global_unknown = True
             else:
-                top = _placement_max_rank(value)
-                if top is None:
-                    global_unknown = True
-                else:
-                    global_need = max(global_need or 0, top + 1)
-    cluster_gpus = _gpu_count(cluster.get("num_gpus_per_node"))
+                global_need = max(global_need or 0, top + 1)
+    out.cluster_gpus = _gpu_count(cluster.get("num_gpus_per_node"))
     if global_unknown or global_need is None:
-        global_gpus, global_source = (cluster_gpus, "config") if cluster_gpus is not None else (None, "")
+        if out.cluster_gpus is not None:
+            out.global_gpus, out.global_source = out.cluster_gpus, "config"
     else:
-        global_gpus, global_source = math.ceil(global_need / num_nodes), "placement"
+        out.global_gpus, out.global_source = math.ceil(global_need / num_nodes), "placement"
+    return out
 
-    # Per-rank signature parts, built from the groups' (budgeted) ranks: O(num_nodes + budget), never
-    # O(num_nodes x groups).
-    rank_labels: list[list[str]] = [[] for _ in range(num_nodes)]
-    rank_hw: list[list[tuple[str, str]]] = [[] for _ in range(num_nodes)]
-    rank_env: list[list[dict[str, Any]]] = [[] for _ in range(num_nodes)]
-    for g in groups:
-        for r in sorted(g["ranks"]):
-            rank_labels[r].append(g["label"])
-        for r in sorted(g["hardware"]):
-            rank_hw[r].append((g["label"], g["hw_type"]))
-        for e in g["env_items"]:
-            e["label"] = g["label"]
-            for r in sorted(e["ranks"]):
-                rank_env[r].append(e)
-    by_label: dict[str, list[dict[str, Any]]] = {}
-    for g in groups:
-        by_label.setdefault(g["label"], []).append(g)
 
-    def signature(r: int) -> tuple:
-        return (tuple(rank_labels[r]), tuple(rank_hw[r]), tuple((e["label"], e["index"]) for e in rank_env[r]))
+def _group_placement(
+    out: _Placement, comp: Any, comps: set[str], value: dict, labels: set[str], problems: list[Problem]
+) -> None:
+    """One placement with a ``node_group`` (a name, comma names or a list) into ``out``: the components each group
+    hosts, and the GPU ids a single group's placement needs (or ``all``)."""
+    ng = value.get("node_group")
+    names = ng if isinstance(ng, list) else str(ng or "").split(",")
+    names = [str(n).strip() for n in names if str(n).strip()]
+    for n in names:
+        out.group_components.setdefault(n, set()).update(comps)
+        if n not in labels and n not in RESERVED_LABELS:
+            problems.append(
+                Problem(f"cluster.component_placement.{comp}", "rlinf_group_unknown", {"component": comp, "group": n})
+            )
+    top = _placement_max_rank(value.get("placement", ""))
+    if top is not None and len(names) == 1:
+        out.group_need[names[0]] = max(out.group_need.get(names[0], 0), top + 1)
+    elif top is None:
+        out.group_all.update(names)
 
+
+@dataclass
+class _RankParts:
+    """Per rank r in ``0..num_nodes-1`` the parts of its signature: ``labels[r]`` (labels of the groups containing
+    r), ``hw[r]`` ((label, hardware type) of the groups with a hardware config at r) and ``env[r]`` (the env items
+    covering r). Built from the groups' (budgeted) ranks: O(num_nodes + budget), never O(num_nodes x groups)."""
+
+    labels: list[list[str]]
+    hw: list[list[tuple[str, str]]]
+    env: list[list[dict[str, Any]]]
+
+    @classmethod
+    def of(cls, groups: list[dict[str, Any]], num_nodes: int) -> _RankParts:
+        """The parts of ``groups`` (each env item gets its group's ``label``)."""
+        parts = cls([[] for _ in range(num_nodes)], [[] for _ in range(num_nodes)], [[] for _ in range(num_nodes)])
+        for g in groups:
+            for r in sorted(g["ranks"]):
+                parts.labels[r].append(g["label"])
+            for r in sorted(g["hardware"]):
+                parts.hw[r].append((g["label"], g["hw_type"]))
+            for e in g["env_items"]:
+                e["label"] = g["label"]
+                for r in sorted(e["ranks"]):
+                    parts.env[r].append(e)
+        return parts
+
+    def signature(self, r: int) -> tuple:
+        """``(labels, hardware, env items as (label, index))`` of rank ``r``, as tuples."""
+        return (tuple(self.labels[r]), tuple(self.hw[r]), tuple((e["label"], e["index"]) for e in self.env[r]))
+
+
+def _rank_runs(parts: _RankParts, num_nodes: int) -> list[list[int]]:
+    """The ranks grouped into roles: rank 0 alone (the Header), then each run of consecutive ranks with the same
+    signature."""
     runs: list[list[int]] = [[0]]
-    last = signature(0)
+    last = parts.signature(0)
     for r in range(1, num_nodes):
-        sig = signature(r)
+        sig = parts.signature(r)
         if len(runs) > 1 and sig == last:
             runs[-1].append(r)
         else:
             runs.append([r])
         last = sig
+    return runs
 
-    used_names: set[str] = set()
-    next_suffix: dict[str, int] = {}  # the smallest free suffix only grows: no O(roles^2) name search
-    for i, ranks in enumerate(runs):
-        sig_labels, sig_hw, _ = signature(ranks[0])
-        head = i == 0
-        base = "-".join(sig_labels) or ("header" if head else "worker")
-        name, n = base, next_suffix.get(base, 2)
-        if name.lower() in used_names:
+
+class _RoleNames:
+    """Unique role names (case-insensitive): ``base``, then ``base-2``, ``base-3``, ... The smallest free suffix
+    per base only grows: no O(roles^2) name search."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+        self.next_suffix: dict[str, int] = {}
+
+    def take(self, base: str) -> str:
+        """A name for ``base`` not taken yet (then taken)."""
+        name, n = base, self.next_suffix.get(base, 2)
+        if name.lower() in self.used:
             name = f"{base}-{n}"
-        while name.lower() in used_names:
+        while name.lower() in self.used:
             name, n = f"{base}-{n + 1}", n + 1
-        next_suffix[base] = n
-        used_names.add(name.lower())
-        env: dict[str, str] = {}
-        interpreter = ""
-        for e in rank_env[ranks[0]]:
-            env.update(e["env"])
-            interpreter = interpreter or e["python_interpreter_path"]
-        hardware = None
-        for g in groups_with_hw(sig_hw, by_label):
-            cfgs = [c for r in ranks for c in g["hardware"].get(r, [])]
-            if cfgs:
-                hardware = {"type": g["hw_type"], "configs": cfgs}
-                break
-        sig_groups = [g for lbl in dict.fromkeys(sig_labels) for g in by_label.get(lbl, [])]
-        if sig_labels:
-            robot = any(g["hw_type"] for g in sig_groups)
-            gpus, gpus_source = _group_gpus(sig_groups, group_need, group_all, group_components, cluster_gpus)
-            if gpus is None and not gpus_source and robot:
-                gpus, gpus_source = 0, "robot"  # a robot role that hosts only ``env`` (rlinf.md 8.2: CPU)
-        else:
-            robot = False
-            gpus, gpus_source = global_gpus, global_source
-        if gpus is None:
-            gpus_source = ""
-            warnings.append(Problem(f"roles.{name}", "rlinf_gpus_unknown", {"role": name}, severity=WARNING))
-        result.roles.append(
-            {
-                "name": name,
-                "head": head,
-                "role": "Env" if sig_hw or robot else "Actor",
-                "replicas": len(ranks),
-                "rank_start": ranks[0],
-                "node_ranks": format_ranks(ranks),
-                "ranks": ranks,
-                "labels": list(sig_labels),
-                "env": env,
-                "python_interpreter_path": interpreter,
-                "hardware": hardware,
-                "gpus": gpus,
-                "gpus_source": gpus_source,
-            }
-        )
-    return result
+        self.next_suffix[base] = n
+        self.used.add(name.lower())
+        return name
+
+
+def _role(
+    head: bool,
+    ranks: list[int],
+    parts: _RankParts,
+    by_label: dict[str, list[dict[str, Any]]],
+    placement: _Placement,
+    names: _RoleNames,
+    report: _Report,
+) -> dict[str, Any]:
+    """The role of one run of ``ranks`` (shape: :class:`RLinfPlan` ``roles``): named after its groups' labels
+    (else ``header``/``worker``), with the env and interpreter of its first rank's env items, the hardware configs
+    of its ranks, and its GPUs per Worker (:func:`_role_gpus`; a ``rlinf_gpus_unknown`` warning when unknown)."""
+    sig_labels, sig_hw, _ = parts.signature(ranks[0])
+    name = names.take("-".join(sig_labels) or ("header" if head else "worker"))
+    env: dict[str, str] = {}
+    interpreter = ""
+    for e in parts.env[ranks[0]]:
+        env.update(e["env"])
+        interpreter = interpreter or e["python_interpreter_path"]
+    hardware = None
+    for g in groups_with_hw(sig_hw, by_label):
+        cfgs = [c for r in ranks for c in g["hardware"].get(r, [])]
+        if cfgs:
+            hardware = {"type": g["hw_type"], "configs": cfgs}
+            break
+    gpus, gpus_source, robot = _role_gpus(sig_labels, by_label, placement)
+    if gpus is None:
+        gpus_source = ""
+        report.warnings.append(Problem(f"roles.{name}", "rlinf_gpus_unknown", {"role": name}, severity=WARNING))
+    return {
+        "name": name,
+        "head": head,
+        "role": "Env" if sig_hw or robot else "Actor",
+        "replicas": len(ranks),
+        "rank_start": ranks[0],
+        "node_ranks": format_ranks(ranks),
+        "ranks": ranks,
+        "labels": list(sig_labels),
+        "env": env,
+        "python_interpreter_path": interpreter,
+        "hardware": hardware,
+        "gpus": gpus,
+        "gpus_source": gpus_source,
+    }
+
+
+def _role_gpus(
+    sig_labels: tuple[str, ...], by_label: dict[str, list[dict[str, Any]]], placement: _Placement
+) -> tuple[int | None, str, bool]:
+    """``(GPUs per Worker or None, source, robot)`` of a role whose ranks carry ``sig_labels``: from its groups
+    (:func:`_group_gpus`; a robot group that hosts only ``env`` needs none, rlinf.md 8.2: CPU), or for a role in
+    no group the placements without a node group. ``robot``: one of its groups has ``hardware``."""
+    if not sig_labels:
+        return placement.global_gpus, placement.global_source, False
+    sig_groups = [g for lbl in dict.fromkeys(sig_labels) for g in by_label.get(lbl, [])]
+    robot = any(g["hw_type"] for g in sig_groups)
+    gpus, source = _group_gpus(
+        sig_groups, placement.group_need, placement.group_all, placement.group_components, placement.cluster_gpus
+    )
+    if gpus is None and not source and robot:
+        gpus, source = 0, "robot"
+    return gpus, source, robot
 
 
 def _gpu_count(value: Any) -> int | None:

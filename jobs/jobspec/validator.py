@@ -26,12 +26,13 @@ from jobs.jobspec.layout import ROLE_ENV, display_role_of, main_container
 from jobs.jobspec.messages import ERROR, WARNING, Problem
 from jobs.jobspec.naming import head_service_name, task_name
 from jobs.jobspec.rlinf import plan
+from jobs.jobspec.secret_values import SECRET_NAME, looks_secret_value, script_has_secret
 from storage.services import StorageError, image_host, match_registry
 
 JOB_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 TEMPLATE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Size bounds, checked BEFORE any regex sees the text (issue 16). Scripts and env values end up as one
+# Size bounds, checked BEFORE any regex sees the text. Scripts and env values end up as one
 # ``NAME=value`` environment string of a Worker, which Linux caps at MAX_ARG_STRLEN = 128 KiB; 120 KiB leaves
 # room for the name. Names: a DNS subdomain is at most 253 characters. Images: references longer than 1 KiB
 # exist nowhere. Replicas: the documented cap of Workers per template and per RLinf config (rlinf.MAX_NUM_NODES).
@@ -67,25 +68,6 @@ SHADOWED = (
     "/var",
     "/workspace",
 )
-SECRET_NAME = re.compile(
-    r"(^|_)(PASSWORD|PASSWD|PWD|TOKEN|SECRET|SECRET_KEY|API_KEY|APIKEY|PRIVATE_KEY|CREDENTIALS?)$|ACCESS_KEY",
-    re.IGNORECASE,
-)
-# Token shapes. Every repetition is bounded ({N}, not {N,}): a search needs only the minimum length to decide,
-# so each start position costs O(1) and a search is linear in the text (no ReDoS, issue 16).
-SECRET_VALUE = re.compile(
-    r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30}"
-    r"|\bgithub_pat_[A-Za-z0-9_]{20}"
-    r"|\bxox[abposr]-[A-Za-z0-9-]{10}|\bsk-[A-Za-z0-9_-]{20}|\bhf_[A-Za-z0-9]{30}|\bglpat-[A-Za-z0-9_-]{20}"
-)
-# ``scheme://user:password@``: the pattern starts at the literal ``://`` (so no start position rescans a long
-# run of scheme-like characters, which made the old ``[a-z][a-z0-9+.-]*://`` pattern quadratic) and its parts
-# are bounded; the scheme before it is then checked in a 32-character window. RFC 3986 userinfo has no ``/``,
-# ``@`` or whitespace. Linear in the text.
-_URL_SCHEME_END = re.compile(r"[a-z][a-z0-9+.-]{0,31}$", re.IGNORECASE)
-_URL_USERINFO = re.compile(r"://[^/\s:@]{1,256}:[^/\s@]{1,256}@")
-SCRIPT_ASSIGNMENT = re.compile(r"(?:^|[\s;&|])(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(\"[^\"]*\"|'[^']*'|[^\s;&|]+)")
-SCRIPT_FLAG = re.compile(r"--(?:password|passwd|token|api-key|secret)[= ]+(\"[^\"]*\"|'[^']*'|[^\s;&|]+)", re.I)
 
 
 @dataclass
@@ -125,34 +107,6 @@ def normalize_ssh_key(key: str) -> str:
     """``"ssh-ed25519 AAAA... comment"`` -> ``"ssh-ed25519 AAAA..."`` (type and base64 only)."""
     parts = str(key).split()
     return " ".join(parts[:2]) if len(parts) >= 2 else str(key).strip()
-
-
-def _url_with_password(value: str) -> bool:
-    """True when ``value`` contains ``scheme://user:password@`` (e.g. ``postgres://u:p@db``). Linear time."""
-    for match in _URL_USERINFO.finditer(value):
-        at = match.start()
-        if at and _URL_SCHEME_END.search(value, max(0, at - 32), at):
-            return True
-    return False
-
-
-def _looks_secret_value(value: str) -> bool:
-    """Token shapes or a URL with a password. Linear in ``len(value)``; callers bound the size first."""
-    return bool(SECRET_VALUE.search(value)) or _url_with_password(value)
-
-
-def _script_has_secret(script: str) -> bool:
-    if _looks_secret_value(script):
-        return True
-    for name, value in SCRIPT_ASSIGNMENT.findall(script):
-        literal = value.strip("\"'")
-        if SECRET_NAME.search(name) and literal and not literal.startswith("$"):
-            return True
-    for value in SCRIPT_FLAG.findall(script):
-        literal = value.strip("\"'")
-        if literal and not literal.startswith("$"):
-            return True
-    return False
 
 
 def _quantity(value: Any) -> float | None:
@@ -269,7 +223,38 @@ class _Validator:
     def template(
         self, i: int, path: str, t: dict, job: str, seen_names: dict[str, int], seen_roles: dict[str, int]
     ) -> int | None:
+        """Check template ``t`` (``spec.tasks[i]`` at ``path``; ``job`` the Job's name, "" when invalid) and return
+        its replicas (absent -> 1; None when invalid). ``seen_names``/``seen_roles``: casefolded template and role
+        names -> the index that took them, shared by all templates."""
         role = self.label(t, i)
+        self.template_name(i, path, t, job, seen_names, seen_roles)
+        head = t.get("head") is True
+        self.template_kind(path, t, role, head)
+        k8s = t.get("kubernetes") if isinstance(t.get("kubernetes"), dict) else {}
+        workload = k8s.get("workload") if isinstance(k8s.get("workload"), dict) else {}
+        if workload.get("kind") not in (None, "", "StatefulSet"):
+            self.add(f"{path}.kubernetes.workload.kind", "workload_kind_invalid", role=role)
+        replicas = self.replicas(path, role, workload.get("replicas"))
+        cluster, cluster_info = self.cluster(path, role, t.get("cluster"))
+
+        container = main_container(t)
+        cpath = f"{path}.kubernetes.workload.template.spec.containers[{self.container_index(t)}]"
+        self.image(cpath, role, container.get("image"))
+        demand = self.resources(path, cpath, role, container)
+        matched = self.selector(path, t, role, head, replicas, cluster if cluster_info else "")
+        if matched and replicas:
+            self.capacity(path, cpath, role, replicas, matched, demand)
+        self.mounts(path, cpath, role, t, container, workload, cluster, replicas or 0)
+        self.env(cpath, role, container)
+        self.scripts(path, role, t)
+        return replicas
+
+    def template_name(
+        self, i: int, path: str, t: dict, job: str, seen_names: dict[str, int], seen_roles: dict[str, int]
+    ) -> None:
+        """The template's ``name`` (stripped): not empty, unique ignoring case (seed 05: "角色名非空，且忽略大小写后
+        不重复"), a DNS label whose head Service name ``<job>-<name>-ray-head`` fits in 63 characters (a warning);
+        the role's display name unique too."""
         tname = t.get("name")
         tname = tname.strip() if isinstance(tname, str) else ("" if tname is None else str(tname))
         if not tname:
@@ -296,37 +281,38 @@ class _Validator:
         if tname:
             seen_roles.setdefault(tname.casefold(), i)
 
+    def template_kind(self, path: str, t: dict, role: str, head: bool) -> None:
+        """The RLinf role (``Actor``/``Rollout``/``Env``) and agent type (``Kubernetes``) are known; only the header
+        has a run script (and a TensorBoard directory: a warning)."""
         if t.get("role") not in ROLES:
             self.add(f"{path}.role", "role_invalid", role=role)
         if t.get("agentType") not in (None, "", "Kubernetes"):
             self.add(f"{path}.agentType", "agent_type_invalid", role=role)
-        head = t.get("head") is True
         if not head and str(t.get("runScript") or "").strip():
             self.add(f"{path}.runScript", "run_script_not_on_header", role=role)
         if not head and str(t.get("tensorBoardDir") or "").strip():
             self.add(f"{path}.tensorBoardDir", "tensorboard_not_on_header", WARNING, role=role)
 
-        k8s = t.get("kubernetes") if isinstance(t.get("kubernetes"), dict) else {}
-        workload = k8s.get("workload") if isinstance(k8s.get("workload"), dict) else {}
-        if workload.get("kind") not in (None, "", "StatefulSet"):
-            self.add(f"{path}.kubernetes.workload.kind", "workload_kind_invalid", role=role)
-        raw = workload.get("replicas")
-        replicas: int | None
+    def replicas(self, path: str, role: str, raw: Any) -> int | None:
+        """The workload's ``replicas``: absent -> 1; an int ``0..MAX_REPLICAS`` (0 is an error, still returned);
+        anything else None (with a problem)."""
+        rpath = f"{path}.kubernetes.workload.replicas"
         if raw is None:
-            replicas = 1
-        elif isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
-            self.add(f"{path}.kubernetes.workload.replicas", "replicas_invalid", role=role)
-            replicas = None
-        elif raw > MAX_REPLICAS:
-            self.add(f"{path}.kubernetes.workload.replicas", "replicas_too_large", role=role, limit=MAX_REPLICAS)
-            replicas = None
-        else:
-            replicas = raw
-            if raw == 0:
-                self.add(f"{path}.kubernetes.workload.replicas", "replicas_zero", role=role)
+            return 1
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+            self.add(rpath, "replicas_invalid", role=role)
+            return None
+        if raw > MAX_REPLICAS:
+            self.add(rpath, "replicas_too_large", role=role, limit=MAX_REPLICAS)
+            return None
+        if raw == 0:
+            self.add(rpath, "replicas_zero", role=role)
+        return raw
 
-        cluster = t.get("cluster")
-        cluster = cluster.strip() if isinstance(cluster, str) else ""
+    def cluster(self, path: str, role: str, raw: Any) -> tuple[str, Any]:
+        """``(cluster name, its inventory entry or None)``: the cluster is set (seed 05: "每个角色都选择了集群") and
+        known; an offline one is a warning."""
+        cluster = raw.strip() if isinstance(raw, str) else ""
         cluster_info = self.inv.clusters.get(cluster) if cluster else None
         if not cluster:
             self.add(f"{path}.cluster", "cluster_missing", role=role)
@@ -336,11 +322,12 @@ class _Validator:
             self.add(
                 f"{path}.cluster", "cluster_offline", WARNING, role=role, cluster=cluster, status=cluster_info.status
             )
+        return cluster, cluster_info
 
-        container = main_container(t)
-        cpath = f"{path}.kubernetes.workload.template.spec.containers[{self.container_index(t)}]"
-        image = container.get("image")
-        image = image if isinstance(image, str) else ("" if image is None else str(image))
+    def image(self, cpath: str, role: str, raw: Any) -> None:
+        """The main container's image is set (seed 05: "填写镜像"), at most ``MAX_IMAGE_CHARS``, without spaces; a
+        mutable tag (none, ``latest``) and a registry without credentials are warnings."""
+        image = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
         if not image.strip():
             self.add(f"{cpath}.image", "image_missing", role=role)
         elif len(image) > MAX_IMAGE_CHARS:
@@ -352,12 +339,9 @@ class _Validator:
                 self.add(f"{cpath}.image", "image_mutable_tag", WARNING, role=role, image=image)
             self.registry(cpath, role, image)
 
-        demand = self.resources(path, cpath, role, container)
-        matched = self.selector(path, t, role, head, replicas, cluster if cluster_info else "")
-        if matched and replicas:
-            self.capacity(path, cpath, role, replicas, matched, demand)
-        self.mounts(path, cpath, role, t, container, workload, cluster, replicas or 0)
-        self.env(cpath, role, container)
+    def scripts(self, path: str, role: str, t: dict) -> None:
+        """``prepareScript`` and ``runScript`` fit in one environment string (``MAX_VALUE_BYTES``) and hold no
+        secret (seed 05: no credentials in the job)."""
         for field_name in ("prepareScript", "runScript"):
             script = t.get(field_name)
             if not isinstance(script, str):
@@ -365,15 +349,15 @@ class _Validator:
             size = len(script.encode("utf-8", "surrogatepass"))
             if size > MAX_VALUE_BYTES:
                 self._too_long(f"{path}.{field_name}", f"{role}: {field_name}", size, MAX_VALUE_BYTES, "bytes")
-            elif _script_has_secret(script):
+            elif script_has_secret(script):
                 self.add(f"{path}.{field_name}", "secret_in_spec", where=f"{role}: {field_name}")
-        return replicas
 
     def _too_long(self, path: str, what: str, size: int, limit: int, unit: str) -> None:
         self.add(path, "value_too_long", what=what, size=size, limit=limit, key=f"value_too_long_{unit}")
 
     def registry(self, cpath: str, role: str, image: str) -> None:
-        """Warn when the image's registry has no stored credentials and is not marked public (issue 8)."""
+        """Warn when the image's registry has no stored credentials and is not marked public (upstream-rlark 4.7:
+        pull secrets come only from registries with credentials)."""
 
         try:
             reg = match_registry(image, self.inv.registries)
@@ -552,9 +536,29 @@ class _Validator:
     def mounts(
         self, path: str, cpath: str, role: str, t: dict, container: dict, workload: dict, cluster: str, replicas: int
     ) -> None:
+        """The template's volumes and the main container's mounts (seed 05: "每个挂载都有容器挂载目录；hostPath
+        还需要主机目录，对象存储挂载还需要 StorageClass"): :meth:`volumes`, then each hostPath
+        (:meth:`host_path_volume`) and PVC (:meth:`pvc_volume`), the mounts (:meth:`volume_mounts`) and the
+        ``emptyDir`` sizes (:meth:`empty_dir_sizes`)."""
         pspec = pod_spec(t)
         volumes = pspec.get("volumes") if isinstance(pspec.get("volumes"), list) else []
         vpath = f"{path}.kubernetes.workload.template.spec.volumes"
+        by_name = self.volumes(vpath, role, volumes)
+        storage_map = workload.get("pvcStorageMap") if isinstance(workload.get("pvcStorageMap"), dict) else {}
+        pvc_options = workload.get("pvcOptions") if isinstance(workload.get("pvcOptions"), dict) else {}
+        cluster_info = self.inv.clusters.get(cluster)
+        for j, v in enumerate(volumes):
+            if not isinstance(v, dict):
+                continue
+            if "hostPath" in v:
+                self.host_path_volume(f"{vpath}[{j}]", role, v, cluster, cluster_info)
+            if "persistentVolumeClaim" in v:
+                self.pvc_volume(path, role, v, storage_map, pvc_options, cluster, cluster_info, replicas)
+        self.volume_mounts(cpath, role, container, by_name)
+        self.empty_dir_sizes(vpath, role, volumes)
+
+    def volumes(self, vpath: str, role: str, volumes: list) -> dict[str, dict]:
+        """Volume name -> volume (the last of a name); every volume a mapping, names unique."""
         by_name: dict[str, dict] = {}
         for j, v in enumerate(volumes):
             if not isinstance(v, dict):
@@ -564,62 +568,68 @@ class _Validator:
             if vname in by_name:
                 self.add(f"{vpath}[{j}].name", "volume_name_collision", role=role, volume=vname)
             by_name[vname] = v
-        storage_map = workload.get("pvcStorageMap") if isinstance(workload.get("pvcStorageMap"), dict) else {}
-        pvc_options = workload.get("pvcOptions") if isinstance(workload.get("pvcOptions"), dict) else {}
-        cluster_info = self.inv.clusters.get(cluster)
-        for j, v in enumerate(volumes):
-            if not isinstance(v, dict):
-                continue
-            if "hostPath" in v:
-                hp = v.get("hostPath")
-                hpath = hp.get("path") if isinstance(hp, dict) else hp
-                if not str(hpath or "").strip():
-                    self.add(f"{vpath}[{j}].hostPath.path", "host_path_missing", role=role)
-                if cluster_info is not None and not cluster_info.allow_host_path:
-                    self.add(f"{vpath}[{j}].hostPath", "host_path_not_allowed", role=role, cluster=cluster)
-                elif cluster_info is not None and str(hpath or "").strip():
-                    try:
-                        host_paths.check(str(hpath), cluster_info.host_paths, self.inv.user)
-                    except host_paths.HostPathRefused as exc:
-                        where = f"{vpath}[{j}].hostPath.path"
-                        params = {("host_path" if k == "path" else k): v for k, v in exc.params.items()}
-                        self.add(where, exc.code, role=role, cluster=cluster, **params)
-            if "persistentVolumeClaim" in v:
-                pvc = v.get("persistentVolumeClaim") if isinstance(v.get("persistentVolumeClaim"), dict) else {}
-                claim = str(pvc.get("claimName") or "")
-                storage_class = storage_map.get(claim) if claim else None
-                spath = f"{path}.kubernetes.workload.pvcStorageMap"
-                if not storage_class:
-                    self.add(spath, "storage_class_missing", role=role)
-                else:
-                    storage_class = str(storage_class)
-                    owners = {c for c, n in self.inv.storage_classes if n == storage_class}
-                    if not owners:
-                        self.add(spath, "storage_class_unknown", role=role, storage_class=storage_class)
-                    elif cluster and cluster_info is not None and cluster not in owners:
-                        self.add(
-                            spath,
-                            "storage_class_wrong_cluster",
-                            role=role,
-                            storage_class=storage_class,
-                            cluster=cluster,
-                        )
-                opts = pvc_options.get(claim) if isinstance(pvc_options.get(claim), dict) else {}
-                opath = f"{path}.kubernetes.workload.pvcOptions.{claim}"
-                mode = str(opts.get("accessMode") or "ReadWriteOnce")
-                if mode not in ACCESS_MODES:
-                    self.add(f"{opath}.accessMode", "pvc_options_invalid", role=role, detail=f"accessMode {mode}")
-                if opts.get("size") not in (None, "") and _quantity(opts.get("size")) is None:
-                    self.add(f"{opath}.size", "quantity_invalid", role=role, resource="storage", value=opts["size"])
-                if opts.get("reclaimPolicy") not in (None, "", "Retain", "Delete"):
-                    self.add(
-                        f"{opath}.reclaimPolicy",
-                        "pvc_options_invalid",
-                        role=role,
-                        detail=f"reclaimPolicy {opts['reclaimPolicy']}",
-                    )
-                if replicas > 1 and mode in ("ReadWriteOnce", "ReadWriteOncePod"):
-                    self.add(spath, "pvc_shared_rwo", WARNING, role=role, replicas=replicas, claim=claim)
+        return by_name
+
+    def host_path_volume(self, where: str, role: str, v: dict, cluster: str, cluster_info: Any) -> None:
+        """A ``hostPath`` volume (at ``where``) has a host path, on a cluster that allows hostPath volumes, under one
+        of its allowed host paths for this user (``clusters.host_paths.check``)."""
+        hp = v.get("hostPath")
+        hpath = hp.get("path") if isinstance(hp, dict) else hp
+        if not str(hpath or "").strip():
+            self.add(f"{where}.hostPath.path", "host_path_missing", role=role)
+        if cluster_info is not None and not cluster_info.allow_host_path:
+            self.add(f"{where}.hostPath", "host_path_not_allowed", role=role, cluster=cluster)
+        elif cluster_info is not None and str(hpath or "").strip():
+            try:
+                host_paths.check(str(hpath), cluster_info.host_paths, self.inv.user)
+            except host_paths.HostPathRefused as exc:
+                params = {("host_path" if k == "path" else k): v for k, v in exc.params.items()}
+                self.add(f"{where}.hostPath.path", exc.code, role=role, cluster=cluster, **params)
+
+    def pvc_volume(
+        self,
+        path: str,
+        role: str,
+        v: dict,
+        storage_map: dict,
+        pvc_options: dict,
+        cluster: str,
+        cluster_info: Any,
+        replicas: int,
+    ) -> None:
+        """A ``persistentVolumeClaim`` volume: its claim has a StorageClass in ``pvcStorageMap`` that exists on the
+        template's cluster, and valid ``pvcOptions`` (access mode, size, reclaim policy); a claim shared by several
+        replicas with a ReadWriteOnce mode is a warning (upstream-rlark 4.7, "goes further")."""
+        pvc = v.get("persistentVolumeClaim") if isinstance(v.get("persistentVolumeClaim"), dict) else {}
+        claim = str(pvc.get("claimName") or "")
+        storage_class = storage_map.get(claim) if claim else None
+        spath = f"{path}.kubernetes.workload.pvcStorageMap"
+        if not storage_class:
+            self.add(spath, "storage_class_missing", role=role)
+        else:
+            storage_class = str(storage_class)
+            owners = {c for c, n in self.inv.storage_classes if n == storage_class}
+            if not owners:
+                self.add(spath, "storage_class_unknown", role=role, storage_class=storage_class)
+            elif cluster and cluster_info is not None and cluster not in owners:
+                self.add(spath, "storage_class_wrong_cluster", role=role, storage_class=storage_class, cluster=cluster)
+        opts = pvc_options.get(claim) if isinstance(pvc_options.get(claim), dict) else {}
+        opath = f"{path}.kubernetes.workload.pvcOptions.{claim}"
+        mode = str(opts.get("accessMode") or "ReadWriteOnce")
+        if mode not in ACCESS_MODES:
+            self.add(f"{opath}.accessMode", "pvc_options_invalid", role=role, detail=f"accessMode {mode}")
+        if opts.get("size") not in (None, "") and _quantity(opts.get("size")) is None:
+            self.add(f"{opath}.size", "quantity_invalid", role=role, resource="storage", value=opts["size"])
+        if opts.get("reclaimPolicy") not in (None, "", "Retain", "Delete"):
+            detail = f"reclaimPolicy {opts['reclaimPolicy']}"
+            self.add(f"{opath}.reclaimPolicy", "pvc_options_invalid", role=role, detail=detail)
+        if replicas > 1 and mode in ("ReadWriteOnce", "ReadWriteOncePod"):
+            self.add(spath, "pvc_shared_rwo", WARNING, role=role, replicas=replicas, claim=claim)
+
+    def volume_mounts(self, cpath: str, role: str, container: dict, by_name: dict[str, dict]) -> None:
+        """The main container's ``volumeMounts``: each has a mount path (unique; one that shadows a system path is a
+        warning, except ``/dev/shm`` on an ``emptyDir``), a valid ``subPath``/``subPathExpr``, and names a volume
+        of the template (mounted once unless by sub path)."""
         mounts = container.get("volumeMounts") if isinstance(container.get("volumeMounts"), list) else []
         seen_paths: set[str] = set()
         seen_vols: set[str] = set()
@@ -638,9 +648,7 @@ class _Validator:
                     self.add(f"{mpath}.mountPath", "mount_path_duplicate", role=role, mount=target)
                 seen_paths.add(norm)
                 volume = by_name.get(vname) or {}
-                if norm == SHM_PATH and "emptyDir" in volume:
-                    pass
-                elif norm in SHADOWED:
+                if norm in SHADOWED and not (norm == SHM_PATH and "emptyDir" in volume):
                     self.add(f"{mpath}.mountPath", "mount_shadows_path", WARNING, role=role, mount=target)
             for key in ("subPath", "subPathExpr"):
                 if m.get(key) not in (None, "") and not host_paths.valid_sub_path(str(m.get(key))):
@@ -651,6 +659,9 @@ class _Validator:
                 if vname in seen_vols:
                     self.add(f"{mpath}.name", "volume_name_collision", role=role, volume=vname)
                 seen_vols.add(vname)
+
+    def empty_dir_sizes(self, vpath: str, role: str, volumes: list) -> None:
+        """An ``emptyDir``'s ``sizeLimit`` is a quantity (``/dev/shm`` for a memory-backed one)."""
         for j, v in enumerate(volumes):
             if isinstance(v, dict) and isinstance(v.get("emptyDir"), dict) and "sizeLimit" in v["emptyDir"]:
                 if _quantity(v["emptyDir"]["sizeLimit"]) is None:
@@ -691,7 +702,7 @@ class _Validator:
             size = len(value.encode("utf-8", "surrogatepass"))
             if size > MAX_VALUE_BYTES:
                 self._too_long(f"{epath}.value", f"{role}: env {name}", size, MAX_VALUE_BYTES, "bytes")
-            elif value and (SECRET_NAME.search(name) or _looks_secret_value(value)):
+            elif value and (SECRET_NAME.search(name) or looks_secret_value(value)):
                 self.add(f"{epath}.value", "secret_in_spec", where=f"{role}: env {name}")
 
     # --- job-wide -----------------------------------------------------------------------------------------------------
@@ -706,7 +717,7 @@ class _Validator:
                 if isinstance(t, dict) and isinstance(t.get("cluster"), str) and t["cluster"].strip()
             }
         )
-        if len(clusters) > 1 and domain in (None, ""):  # issue 13 point 3: Ray cannot form across clusters
+        if len(clusters) > 1 and domain in (None, ""):  # Ray cannot form across clusters without a network domain
             self.add("spec.domain", "domain_needed_across_clusters", WARNING, clusters=", ".join(clusters))
         keys = spec.get("sshPublicKeys")
         if isinstance(keys, str):
@@ -721,7 +732,7 @@ class _Validator:
             kpath = f"spec.sshPublicKeys[{j}]"
             if len(str(key)) > MAX_SSH_KEY_CHARS:
                 self._too_long(kpath, "spec.sshPublicKeys", len(str(key)), MAX_SSH_KEY_CHARS, "chars")
-            elif isinstance(key, str) and _looks_secret_value(key):
+            elif isinstance(key, str) and looks_secret_value(key):
                 self.add(kpath, "secret_in_spec", where="spec.sshPublicKeys")
             elif normalize_ssh_key(str(key)) not in known:
                 self.add(kpath, "ssh_key_unknown")

@@ -273,7 +273,7 @@ _MESSAGES = (
         re.compile(r"^The local runtime restarted: the Workers started over \(attempt (?P<attempt>\d+)\)$"),
         gettext_lazy("The local runtime restarted: the Workers started over (attempt %(attempt)s)"),
     ),
-    # The sync's failure sentences (jobs.observe.sync._worker_failures); ``tail`` (the stage, the first error
+    # The sync's failure sentences (the rules of jobs.observe.phases); ``tail`` (the stage, the first error
     # line of the log, the runtime's reason) is quoted as it is.
     (
         re.compile(_WHO + r": run script exited with code (?P<code>-?\d+)(?P<tail>.*)$", re.S),
@@ -321,7 +321,7 @@ def localized_message(message: str) -> str:
     return message
 
 
-# The connecting words of a failure sentence's tail (``sync._worker_failures``: `` after stage '<s>'`` then
+# The connecting words of a failure sentence's tail (``phases.WorkerFacts``: `` after stage '<s>'`` then
 # ``; first error: <line>``): translated; the stage name and the log line are quoted as they are.
 _TAIL = re.compile(r"^(?: after stage '(?P<stage>[^']*)')?(?:; first error: (?P<first>.*))?$", re.S)
 

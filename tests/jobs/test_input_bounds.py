@@ -12,7 +12,8 @@ from rest_framework.test import APIClient
 from jobs.jobspec import rlinf
 from jobs.jobspec.document import normalize
 from jobs.jobspec.ranks import parse_rank_config
-from jobs.jobspec.validator import MAX_REPLICAS, MAX_VALUE_BYTES, _looks_secret_value, _script_has_secret, validate
+from jobs.jobspec.secret_values import looks_secret_value, script_has_secret
+from jobs.jobspec.validator import MAX_REPLICAS, MAX_VALUE_BYTES, validate
 from tests.spec_fixtures import base_doc, container, inventory
 
 KB = 1024
@@ -49,19 +50,19 @@ def _best_time(fn, arg, repeat: int) -> float:
 def test_secret_detection_is_linear(shape):
     make = SHAPES[shape]
     small, big = make(KB), make(MB)
-    for fn in (_looks_secret_value, _script_has_secret):
+    for fn in (looks_secret_value, script_has_secret):
         ratio = _best_time(fn, big, 3) / _best_time(fn, small, 50)
         assert ratio < LINEAR_BOUND, f"{fn.__name__} on {shape}: 1 MB costs {ratio:.0f}x 1 KB"
 
 
 def test_secret_detection_still_finds_url_passwords_and_tokens():
-    assert _looks_secret_value("postgres://rl:hunter2@db:5432/x")
-    assert _looks_secret_value("x " * 5000 + "HTTPS://user:pw@host/")
-    assert not _looks_secret_value("https://example.com/a://b")
-    assert not _looks_secret_value("https://user@host/")  # a user without a password is fine
-    assert _looks_secret_value("sk-" + "a" * 40)
-    assert not _looks_secret_value("sk-short")
-    assert _script_has_secret("export HF_TOKEN=abc123 && python train.py")
+    assert looks_secret_value("postgres://rl:hunter2@db:5432/x")
+    assert looks_secret_value("x " * 5000 + "HTTPS://user:pw@host/")
+    assert not looks_secret_value("https://example.com/a://b")
+    assert not looks_secret_value("https://user@host/")  # a user without a password is fine
+    assert looks_secret_value("sk-" + "a" * 40)
+    assert not looks_secret_value("sk-short")
+    assert script_has_secret("export HF_TOKEN=abc123 && python train.py")
 
 
 def _doc_with_env(value: str, script: str = "python train.py") -> dict:

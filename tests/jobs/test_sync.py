@@ -11,7 +11,7 @@ from clusters.models import Cluster
 from clusters.runtime.base import RuntimeFailure
 from jobs.control import controller
 from jobs.models import Job, Phase, Pod
-from jobs.observe import sync
+from jobs.observe import phases, sync
 from jobs.observe.log_markers import log_signals
 from jobs.observe.status import get_condition, job_status, read_worker_log
 from jobs.observe.sync import sync_all_clusters, sync_job
@@ -196,7 +196,7 @@ def test_prepare_failure_names_last_stage_and_first_error(runtimes, alice, tmp_v
 def test_crash_loop_fails_with_reason(runtimes, alice, tmp_var):
     fake = runtimes["alpha"]
     job = run_ready(fake, submit(alice))
-    for _ in range(sync.CRASHLOOP_LIMIT):
+    for _ in range(phases.CRASHLOOP_LIMIT):
         fake.terminate("demo-header-0", 0, restart=True)
     job = resync(job)
     assert job.phase == Phase.FAILED
@@ -221,7 +221,7 @@ def test_image_pull_condition_at_once_then_failure_after_grace(runtimes, alice, 
     cond = get_condition(job.conditions, "ImagePullBackOff")
     assert cond["status"] == "True" and "demo-rollout-0" in cond["message"]
     assert job.phase == Phase.PENDING
-    monkeypatch.setattr(sync, "IMAGE_PULL_GRACE", 0)
+    monkeypatch.setattr(phases, "IMAGE_PULL_GRACE", 0)
     job = resync(job)
     assert job.phase == Phase.FAILED
     assert get_condition(job.conditions, "Failed")["reason"] == "ImagePull"

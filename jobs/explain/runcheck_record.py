@@ -1,0 +1,100 @@
+"""The Markdown run record in the exact template of seed 02-confirm-job-running ("运行检查记录模板").
+
+Values come from the stored Job and the check results; no environment values, keys or credentials are written
+(seed 02: "不要保存凭据、私钥、访问令牌或包含密码和密钥的完整环境变量").
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from jobs.explain.runcheck_input import CHECK_TITLES, STATUS_TEXT, TO_CONFIRM, CheckResult, time_label, tr
+from jobs.jobspec.layout import main_container
+from jobs.jobspec.rlinf import num_nodes_of
+
+
+def _cell(text: str) -> str:
+    """``text`` as one Markdown table cell: backslashes and pipes escaped, newlines joined, stripped."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
+
+
+def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = "zh-hans") -> str:
+    """The run record in the exact template of seed 02 (``# 任务运行检查记录``, eight fields, the six-row table).
+
+    Values come from the stored Job (images, digests when the reference has one, the RLinf config hash, clusters,
+    nodes, GPU per Worker) and the check results; row 6 is always 待确认 (people decide what happens next).
+    No environment values, keys or credentials are written.
+    """
+    import yaml
+
+    spec = job.spec_section
+    templates = [t for t in spec.get("tasks") or [] if isinstance(t, dict)]
+    images = []
+    for t in templates:
+        image = str(main_container(t).get("image") or "-")
+        digest = image.split("@", 1)[1] if "@" in image else tr(lang, "未记录", "not recorded")
+        images.append(f"{t.get('name')}: {image} (digest: {digest})")
+    yaml_text = yaml.safe_dump(job.spec or {}, allow_unicode=True, sort_keys=False)
+    yaml_sha = hashlib.sha256(yaml_text.encode()).hexdigest()[:16]
+    run_script = next((str(t.get("runScript") or "") for t in templates if t.get("head") is True), "")
+    if job.rlinf_config:
+        config = tr(
+            lang,
+            "已附加 RLinf 配置（sha256 {sha}）；命令来源：Header 运行脚本（sha256 {run}）",
+            "RLinf config attached (sha256 {sha}); command source: header run script (sha256 {run})",
+            sha=hashlib.sha256(job.rlinf_config.encode()).hexdigest()[:16],
+            run=hashlib.sha256(run_script.encode()).hexdigest()[:16],
+        )
+    else:
+        config = tr(
+            lang,
+            "未附加 RLinf 配置；命令来源：Header 运行脚本（sha256 {run}）",
+            "No RLinf config attached; command source: header run script (sha256 {run})",
+            run=hashlib.sha256(run_script.encode()).hexdigest()[:16],
+        )
+    num_nodes = num_nodes_of(job.rlinf_config) if job.rlinf_config else None
+    mode = tr(lang, "执行模式待确认", "execution mode to confirm")
+    clusters: dict[str, set[str]] = {}
+    gpus = []
+    for task in job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"):
+        clusters.setdefault(task.cluster.name, set()).update(p.node for p in task.pods.all() if p.node)
+    for t in templates:
+        limits = (main_container(t).get("resources") or {}).get("limits") or {}
+        res = ", ".join(f"{k}={v}" for k, v in limits.items()) or "-"
+        gpus.append(f"{t.get('name')}: {res}")
+    target = "; ".join(f"{c} ({', '.join(sorted(n)) or '-'})" for c, n in clusters.items()) or "-"
+    location = f"RLark Console /jobs/{job.name}/run-check/"
+    lines = [
+        "# 任务运行检查记录",
+        "",
+        f"- 运行 ID：{job.name}#{job.attempt}（{time_label(job.started_at)}）",
+        f"- 代码版本、镜像地址和版本；实际 digest（如已记录）：{'; '.join(images) or '-'}",
+        f"- Hydra 配置和命令来源：{config}",
+        f"- RLinf `cluster.num_nodes` 和执行模式：{num_nodes if num_nodes is not None else '-'}；{mode}",
+        f"- 目标集群、节点和资源信息：{target}；{'; '.join(gpus) or '-'}",
+        f"- Job 名称：{job.name}",
+        f"- 提交 YAML 记录：RLark Console /jobs/{job.name}/ (YAML sha256 {yaml_sha})",
+        f"- 记录人：{recorder}",
+        "",
+        "| 检查项 | 结果（符合预期 / 未符合 / 待确认） | 检查时间 | 记录位置 | 备注/联系人 |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    by_number = {r.number: r for r in results}
+    for number in range(1, 7):
+        title = f"{number}. {CHECK_TITLES[number - 1][0]}"
+        result = by_number.get(number)
+        if result is None:
+            checked = results[0].checked_at if results else None
+            status = STATUS_TEXT[TO_CONFIRM][0]
+            note = tr(
+                lang,
+                "由记录人汇总前五项，明确继续运行、停止或保留排查，以及联系人和保留期限",
+                "The recorder summarises checks 1-5 and decides to continue, stop or keep for troubleshooting,"
+                " with contacts and retention",
+            )
+        else:
+            checked = result.checked_at
+            status = STATUS_TEXT[result.status][0]
+            note = " ".join(result.evidence[:4])
+        lines.append(f"| {_cell(title)} | {status} | {time_label(checked)} | {_cell(location)} | {_cell(note)} |")
+    return "\n".join(lines) + "\n"
