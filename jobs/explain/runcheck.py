@@ -31,6 +31,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
 from clusters.models import Node
 from clusters.selectors import matches, template_selector
 from jobs.explain import output_probe, output_scan
@@ -43,22 +47,23 @@ from jobs.observe.headline import worker_phase_of
 from jobs.observe.log_markers import RLINF_CLUSTER, LogScan, scan_log
 from jobs.observe.run_prefix import run_path
 from jobs.observe.status import pod_ready
-from rlark_console import pagetime
+from rlark_console import language, pagetime
 
 MET = "met"
 NOT_MET = "not_met"
 TO_CONFIRM = "to_confirm"
 
-STATUS_TEXT = {MET: ("符合预期", "Met"), NOT_MET: ("未符合", "Not met"), TO_CONFIRM: ("待确认", "To confirm")}
+# status -> English msgid; the zh_Hans catalog of ``jobs`` has seed 02's words (符合预期 / 未符合 / 待确认).
+STATUS_TEXT = {MET: gettext_noop("Met"), NOT_MET: gettext_noop("Not met"), TO_CONFIRM: gettext_noop("To confirm")}
 
-# Row titles of the seed 02 record template (exact) and their English.
+# Row titles of the seed 02 record template as English msgids; the zh_Hans catalog has the template's exact titles.
 CHECK_TITLES = [
-    ("Job 已创建且配置一致", "Job created and configuration matches"),
-    ("Pod 数量和所在节点正确", "Pod count and nodes correct"),
-    ("Ray 已按预期启动", "Ray started as expected"),
-    ("应用和配置版本一致", "Application and configuration versions match"),
-    ("业务有进展且输出已持久化", "Workload progressing and output persisted"),
-    ("结果已保存并明确后续处理", "Result saved and next steps decided"),
+    gettext_noop("Job created and configuration matches"),
+    gettext_noop("Pod count and nodes correct"),
+    gettext_noop("Ray started as expected"),
+    gettext_noop("Application and configuration versions match"),
+    gettext_noop("Workload progressing and output persisted"),
+    gettext_noop("Result saved and next steps decided"),
 ]
 
 DEFAULT_SETTINGS: dict[str, Any] = {
@@ -74,32 +79,20 @@ HASH_LIMIT = 256 * 2**20  # bytes read to hash one output file
 OutputProbe = Callable[[str, str], "dict | None"]
 
 
-def _en(lang: str | None) -> bool:
-    return str(lang or "").lower().startswith("en")
-
-
-def _t(lang: str, zh: str, en: str, **params: Any) -> str:
-    text = en if _en(lang) else zh
-    return text.format(**params) if params else text
-
-
-def phase_label(phase: str, lang: str = "zh-hans") -> str:
-    """A Job/Pod phase (``Running``, ...) in ``lang``, as the pages show it (``jobs.models.Phase`` labels)."""
-    from django.utils import translation
-    from django.utils.translation import gettext
-
-    with translation.override("en" if _en(lang) else "zh-hans"):
-        return gettext(phase) if phase else phase
+def phase_label(phase: str) -> str:
+    """A Job/Pod phase (``Running``, ...) in the active language, as the pages show it (``jobs.models.Phase``
+    labels)."""
+    return _(phase) if phase else phase
 
 
 def status_label(status: str, lang: str = "zh-hans") -> str:
-    zh, en = STATUS_TEXT[status]
-    return en if _en(lang) else zh
+    """The word for ``status`` (``met`` ...) in ``lang``."""
+    return language.translate(STATUS_TEXT[status], lang)
 
 
 def check_title(number: int, lang: str = "zh-hans") -> str:
-    zh, en = CHECK_TITLES[number - 1]
-    return en if _en(lang) else zh
+    """The title of check ``number`` (1..6) in ``lang``."""
+    return language.translate(CHECK_TITLES[number - 1], lang)
 
 
 class SettingsError(ValueError):
@@ -292,20 +285,15 @@ def _missing(data: RunCheckInput) -> str:
     return NOT_MET if _waited_out(data) else TO_CONFIRM
 
 
-# --- the checks -----------------------------------------------------------------------------------------------
+# --- the checks: each one's evidence is in the active language (run_checks activates the one asked for) ----------
 
 
-def check_job(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
+def check_job(data: RunCheckInput) -> tuple[str, list[str]]:
     """Check 1."""
 
     ev = [
-        _t(
-            lang,
-            "Job {job} 已创建（{created}），当前阶段 {phase}。",
-            "Job {job} exists (created {created}), phase {phase}.",
-            job=data.job,
-            created=_ts(data.created_at),
-            phase=phase_label(data.phase, lang),
+        _("Job {job} exists (created {created}), phase {phase}.").format(
+            job=data.job, created=_ts(data.created_at), phase=phase_label(data.phase)
         )
     ]
     layout = task_layout(data.document)
@@ -317,7 +305,7 @@ def check_job(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
     for item in layout:
         task = tasks.get(item.template_name)
         if task is None:
-            problems.append(_t(lang, "模板 {t} 没有对应的 Task。", "Template {t} has no Task.", t=item.template_name))
+            problems.append(_("Template {t} has no Task.").format(t=item.template_name))
             continue
         diffs = []
         for label, want, got in (
@@ -335,12 +323,10 @@ def check_job(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
         gpus = resources.get("nvidia.com/gpu", 0)
         env_names = [str(e.get("name")) for e in container.get("env") or [] if isinstance(e, dict)]
         ev.append(
-            _t(
-                lang,
-                "{role}（{task}）：镜像 {image}，选择器 {sel}，副本 {rep}，GPU {gpu}，挂载 {mounts} 个，"
-                "环境变量 {env} 个{head}，与保存的 YAML 一致。",
+            _(
                 "{role} ({task}): image {image}, selector {sel}, replicas {rep}, GPU {gpu}, {mounts} mounts, "
-                "{env} env variables{head}; matches the stored YAML.",
+                "{env} env variables{head}; matches the stored YAML."
+            ).format(
                 role=display_role_of(template) or item.template_name,
                 task=item.task_name,
                 image=container.get("image") or "-",
@@ -349,22 +335,22 @@ def check_job(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
                 gpu=gpus,
                 mounts=len(container.get("volumeMounts") or []),
                 env=len(env_names),
-                head=(_t(lang, "，Header（含运行脚本）", ", header (with run script)") if item.head else ""),
+                head=(_(", header (with run script)") if item.head else ""),
             )
         )
     extra = set(tasks) - {i.template_name for i in layout}
     for name in sorted(extra):
-        problems.append(_t(lang, "Task {t} 不在保存的 YAML 中。", "Task {t} is not in the stored YAML.", t=name))
+        problems.append(_("Task {t} is not in the stored YAML.").format(t=name))
     if not data.tasks:
-        return TO_CONFIRM, ev + [_t(lang, "控制器尚未创建 Task。", "The controller has not created the Tasks yet.")]
+        return TO_CONFIRM, ev + [_("The controller has not created the Tasks yet.")]
     if problems:
         return NOT_MET, ev[:1] + problems
     if data.stopped or data.phase == "Stopped":
-        return NOT_MET, ev + [_t(lang, "任务已被停止。", "The job has been stopped.")]
+        return NOT_MET, ev + [_("The job has been stopped.")]
     return MET, ev
 
 
-def check_pods(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
+def check_pods(data: RunCheckInput) -> tuple[str, list[str]]:
     """Check 2."""
     ev: list[str] = []
     bad: list[str] = []
@@ -378,93 +364,53 @@ def check_pods(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
         pods = sorted(by_task.get(task.name, []), key=lambda p: p.ordinal)
         total += len(pods)
         if len(pods) != task.replicas:
-            msg = _t(
-                lang,
-                "角色 {role}：实际 Pod {n} 个，预期 {want} 个。",
-                "Role {role}: {n} actual Pods, {want} expected.",
-                role=task.role,
-                n=len(pods),
-                want=task.replicas,
+            msg = _("Role {role}: {n} actual Pods, {want} expected.").format(
+                role=task.role, n=len(pods), want=task.replicas
             )
             (pending if len(pods) < task.replicas else bad).append(msg)
         for p in pods:
             ev.append(
-                _t(
-                    lang,
-                    "{role} / {pod}：Node {node}，IP {ip}，阶段 {phase}，重启 {r} 次。",
-                    "{role} / {pod}: node {node}, IP {ip}, phase {phase}, restarts: {r}.",
+                _("{role} / {pod}: node {node}, IP {ip}, phase {phase}, restarts: {r}.").format(
                     role=task.role,
                     pod=p.name,
                     node=p.node or "-",
                     ip=p.ip or "-",
-                    phase=phase_label(worker_phase_of(data.phase, data.stopped, p.phase), lang) if p.phase else "-",
+                    phase=phase_label(worker_phase_of(data.phase, data.stopped, p.phase)) if p.phase else "-",
                     r=p.restarts,
                 )
             )
 
             if p.node and not matches(task.selector, data.node_labels.get(p.node, {})):
                 bad.append(
-                    _t(
-                        lang,
-                        "{pod} 所在的 Node {node} 不匹配选择器 {sel}。",
-                        "{pod} runs on node {node}, which does not match selector {sel}.",
-                        pod=p.name,
-                        node=p.node,
-                        sel=",".join(f"{k}={v}" for k, v in task.selector.items()),
+                    _("{pod} runs on node {node}, which does not match selector {sel}.").format(
+                        pod=p.name, node=p.node, sel=",".join(f"{k}={v}" for k, v in task.selector.items())
                     )
                 )
             if not p.node:
-                pending.append(_t(lang, "{pod} 尚未调度到 Node。", "{pod} is not scheduled on a node yet.", pod=p.name))
+                pending.append(_("{pod} is not scheduled on a node yet.").format(pod=p.name))
             elif p.phase == "Failed":
-                bad.append(_t(lang, "{pod} 已失败（{r}）。", "{pod} failed ({r}).", pod=p.name, r=p.reason or "-"))
+                bad.append(_("{pod} failed ({r}).").format(pod=p.name, r=p.reason or "-"))
             elif p.phase == "Pending" or (p.phase == "Running" and not p.ready and not ended):
                 pending.append(
-                    _t(
-                        lang,
-                        "{pod} 尚未就绪（{phase}）。",
-                        "{pod} is not ready yet ({phase}).",
-                        pod=p.name,
-                        phase=phase_label(worker_phase_of(data.phase, data.stopped, p.phase), lang),
+                    _("{pod} is not ready yet ({phase}).").format(
+                        pod=p.name, phase=phase_label(worker_phase_of(data.phase, data.stopped, p.phase))
                     )
                 )
             if p.restarts:
-                bad.append(
-                    _t(
-                        lang,
-                        "{pod} 重启了 {r} 次，需要说明原因。",
-                        "{pod} restarted {r} times; explain why.",
-                        pod=p.name,
-                        r=p.restarts,
-                    )
-                )
+                bad.append(_("{pod} restarted {r} times; explain why.").format(pod=p.name, r=p.restarts))
     heads = [p for t in data.tasks if t.head for p in by_task.get(t.name, [])]
     head_tasks = [t for t in data.tasks if t.head]
     if len(head_tasks) != 1 or len(heads) != 1:
         (bad if len(heads) > 1 or len(head_tasks) != 1 else pending).append(
-            _t(
-                lang,
-                "Header 实际 Pod 数为 {n}，应为 1。",
-                "The header has {n} actual Pods; it must have 1.",
-                n=len(heads),
-            )
+            _("The header has {n} actual Pods; it must have 1.").format(n=len(heads))
         )
     else:
-        ev.append(
-            _t(lang, "Header 只有 1 个实际 Pod：{pod}。", "The header has exactly 1 Pod: {pod}.", pod=heads[0].name)
-        )
+        ev.append(_("The header has exactly 1 Pod: {pod}.").format(pod=heads[0].name))
     if data.num_nodes is not None:
-        line = _t(
-            lang,
-            "实际 Pod 总数 {n}，RLinf cluster.num_nodes = {want}。",
-            "{n} actual Pods in total; RLinf cluster.num_nodes = {want}.",
-            n=total,
-            want=data.num_nodes,
-        )
+        line = _("{n} actual Pods in total; RLinf cluster.num_nodes = {want}.").format(n=total, want=data.num_nodes)
         (ev if total == data.num_nodes else (pending if total < data.num_nodes else bad)).append(line)
     if not data.pods:
-        return _missing(data) if data.tasks else TO_CONFIRM, [
-            _t(lang, "暂无 Pod 详情，等待任务同步。", "No Pod details yet, waiting for sync.")
-        ]
+        return _missing(data) if data.tasks else TO_CONFIRM, [_("No Pod details yet, waiting for sync.")]
     if bad:
         return NOT_MET, bad + ev
     if pending:
@@ -491,7 +437,7 @@ def _scans(data: RunCheckInput, patterns: dict[str, str] | None = None) -> dict[
     return {p.name: scan_log(data.logs.get(p.name, ""), patterns) for p in data.pods}
 
 
-def check_ray(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) -> tuple[str, list[str]]:
+def check_ray(data: RunCheckInput, scans: dict[str, LogScan]) -> tuple[str, list[str]]:
     """Check 3."""
     total = sum(t.replicas for t in data.tasks)
     ev: list[str] = []
@@ -506,76 +452,42 @@ def check_ray(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) -> tupl
             scan = scans.get(name) if pod else None
             if scan is None or not scan.markers:
                 missing.append(
-                    _t(
-                        lang,
-                        "Worker {pod}（{role}）尚无启动日志，未加入 Ray 集群。",
-                        "Worker {pod} ({role}) has no start-up log and has not joined the Ray cluster.",
-                        pod=name,
-                        role=task.role,
+                    _("Worker {pod} ({role}) has no start-up log and has not joined the Ray cluster.").format(
+                        pod=name, role=task.role
                     )
                 )
                 continue
             rank = scan.rank
             if rank is None or rank != expected or not 0 <= rank < total:
                 bad.append(
-                    _t(
-                        lang,
-                        "Worker {pod} 的 RLINF_NODE_RANK 为 {rank}，预期 {want}（范围 0-{last}）。",
-                        "Worker {pod} logged RLINF_NODE_RANK {rank}, expected {want} (range 0-{last}).",
-                        pod=name,
-                        rank="-" if rank is None else rank,
-                        want=expected,
-                        last=total - 1,
+                    _("Worker {pod} logged RLINF_NODE_RANK {rank}, expected {want} (range 0-{last}).").format(
+                        pod=name, rank="-" if rank is None else rank, want=expected, last=total - 1
                     )
                 )
                 continue
             if task.head:
-                ev.append(
-                    _t(
-                        lang,
-                        "Header {pod}：RLINF_NODE_RANK: {rank}。",
-                        "Header {pod}: RLINF_NODE_RANK: {rank}.",
-                        pod=name,
-                        rank=rank,
-                    )
-                )
+                ev.append(_("Header {pod}: RLINF_NODE_RANK: {rank}.").format(pod=name, rank=rank))
                 continue
             exit_marker = scan.last("worker_exit")
             reach = scan.last("head_reachable")
             if exit_marker is not None and exit_marker.failed:
-                bad.append(
-                    _t(
-                        lang,
-                        "Worker {pod} 的 Ray 进程已退出：{line}",
-                        "Worker {pod}'s Ray process exited: {line}",
-                        pod=name,
-                        line=exit_marker.text,
-                    )
-                )
+                bad.append(_("Worker {pod}'s Ray process exited: {line}").format(pod=name, line=exit_marker.text))
             elif reach is not None or (
                 scan.has("connect") and scan.head_wait_attempts == 0 and not scan.has("head_ip")
             ):
                 joined = reach.text if reach is not None else scan.last("connect").text
                 ev.append(
-                    _t(
-                        lang,
-                        "Worker {pod}：RLINF_NODE_RANK: {rank}（预期 {rank}），{line}",
-                        "Worker {pod}: RLINF_NODE_RANK: {rank} (expected {rank}), {line}",
-                        pod=name,
-                        rank=rank,
-                        line=joined,
+                    _("Worker {pod}: RLINF_NODE_RANK: {rank} (expected {rank}), {line}").format(
+                        pod=name, rank=rank, line=joined
                     )
                 )
             else:
                 last = scan.last_stage
                 missing.append(
-                    _t(
-                        lang,
-                        "Worker {pod}（{role}）未连接到 Ray Head，最后阶段：{stage}。",
-                        "Worker {pod} ({role}) has not connected to the Ray head; last stage: {stage}.",
+                    _("Worker {pod} ({role}) has not connected to the Ray head; last stage: {stage}.").format(
                         pod=name,
                         role=task.role,
-                        stage=f"{stage_label(last.key, lang)} ({last.text})" if last else "-",
+                        stage=f"{stage_label(last.key, language.lang())} ({last.text})" if last else "-",
                     )
                 )
     head_pod = next((p for t in data.tasks if t.head for p in data.pods if p.task == t.name), None)
@@ -583,36 +495,30 @@ def check_ray(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) -> tupl
     if head_scan is not None:
         failed = head_scan.first("cluster_check_failed")
         if failed is not None:
-            bad.append(_t(lang, "Header 日志：{line}", "Header log: {line}", line=failed.text))
+            bad.append(_("Header log: {line}").format(line=failed.text))
         if head_scan.check_passed and head_scan.check_required is not None:
             line = (
                 f"Cluster is ready: {head_scan.check_alive_max} nodes available (required: {head_scan.check_required})."
             )
             if head_scan.check_required != total:
                 bad.append(
-                    _t(
-                        lang,
-                        "Header 检查的节点数 {n} 与预期 Worker 总数 {total} 不一致。",
-                        "The header checked for {n} nodes but {total} Workers are expected.",
-                        n=head_scan.check_required,
-                        total=total,
+                    _("The header checked for {n} nodes but {total} Workers are expected.").format(
+                        n=head_scan.check_required, total=total
                     )
                 )
             else:
-                ev.append(_t(lang, "Header 节点检查：{line}", "Header node check: {line}", line=line))
+                ev.append(_("Header node check: {line}").format(line=line))
         elif failed is None:
-            missing.append(_t(lang, "Header 尚未确认节点数量。", "The header has not confirmed the node count yet."))
+            missing.append(_("The header has not confirmed the node count yet."))
         if head_scan.rlinf_waiting and head_scan.rlinf_waiting[1] < head_scan.rlinf_waiting[0]:
             formed = head_scan.rlinf_cluster_line
             if formed is None or formed[0] < (head_scan.rlinf_waiting_line or (0, ""))[0]:
-                bad.append(_t(lang, "RLinf 日志：{line}", "RLinf log: {line}", line=head_scan.rlinf_waiting_line[1]))
+                bad.append(_("RLinf log: {line}").format(line=head_scan.rlinf_waiting_line[1]))
         run = head_scan.first("run_script") or head_scan.first("no_run_script")
         if run is not None:
-            ev.append(
-                _t(lang, "Header 运行脚本已开始：{line}", "The header's run script started: {line}", line=run.text)
-            )
+            ev.append(_("The header's run script started: {line}").format(line=run.text))
         else:
-            missing.append(_t(lang, "运行脚本尚未开始执行。", "The run script has not started yet."))
+            missing.append(_("The run script has not started yet."))
     if bad:
         return NOT_MET, bad + missing + ev
     if missing:
@@ -620,7 +526,7 @@ def check_ray(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) -> tupl
     return MET, ev
 
 
-def check_app(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) -> tuple[str, list[str]]:
+def check_app(data: RunCheckInput, scans: dict[str, LogScan]) -> tuple[str, list[str]]:
     """Check 4."""
     patterns = list(data.settings.get("app_patterns") or [])
     ev: list[str] = []
@@ -637,38 +543,24 @@ def check_app(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) -> tupl
             None,
         )
         if hit is None:
-            missing.append(
-                _t(lang, "日志中未出现应用信息 {p}。", "No log line matches the application pattern {p}.", p=pattern)
-            )
+            missing.append(_("No log line matches the application pattern {p}.").format(p=pattern))
             continue
         pod, (line_no, line) = hit
-        ev.append(_t(lang, "{pod} 第 {n} 行：{line}", "{pod} line {n}: {line}", pod=pod, n=line_no, line=line))
+        ev.append(_("{pod} line {n}: {line}").format(pod=pod, n=line_no, line=line))
         m = RLINF_CLUSTER.search(line)
         if m and data.num_nodes is not None and int(m["n"]) != data.num_nodes:
             bad.append(
-                _t(
-                    lang,
-                    "RLinf 报告 {n} 个节点，但 cluster.num_nodes = {want}。",
-                    "RLinf reports {n} nodes, but cluster.num_nodes = {want}.",
-                    n=m["n"],
-                    want=data.num_nodes,
-                )
+                _("RLinf reports {n} nodes, but cluster.num_nodes = {want}.").format(n=m["n"], want=data.num_nodes)
             )
     if bad:
         return NOT_MET, bad + ev + missing
     if missing:
         return _missing(data), missing + ev
-    ev.append(
-        _t(
-            lang,
-            "请把这些值与提交前记录的运行 ID、代码版本和配置逐项比较。",
-            "Compare these values one by one with the run ID, code version and config recorded before submission.",
-        )
-    )
+    ev.append(_("Compare these values one by one with the run ID, code version and config recorded before submission."))
     return MET, ev
 
 
-def check_progress(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) -> tuple[str, list[str]]:
+def check_progress(data: RunCheckInput, scans: dict[str, LogScan]) -> tuple[str, list[str]]:
     """Check 5."""
     pattern = data.settings.get("progress_pattern") or DEFAULT_SETTINGS["progress_pattern"]
     order = sorted(data.pods, key=lambda p: (0 if _is_head(data, p) else 1, p.task, p.ordinal))
@@ -680,63 +572,31 @@ def check_progress(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) ->
     missing: list[str] = []
     bad: list[str] = []
     if hit is None:
-        missing.append(
-            _t(lang, "日志中尚未出现业务进展 {p}。", "No progress line matching {p} in the logs yet.", p=pattern)
-        )
+        missing.append(_("No progress line matching {p} in the logs yet.").format(p=pattern))
     else:
         pod, (line_no, line) = hit
-        ev.append(
-            _t(
-                lang,
-                "业务进展：{pod} 第 {n} 行：{line}",
-                "Progress: {pod} line {n}: {line}",
-                pod=pod,
-                n=line_no,
-                line=line,
-            )
-        )
+        ev.append(_("Progress: {pod} line {n}: {line}").format(pod=pod, n=line_no, line=line))
     out = data.output
     if out.state == "ok":
         ev.append(
-            _t(
-                lang,
-                "输出 {path}：{files} 个文件，可重新读取；最新文件 {sample}（{size} 字节，sha256 {sha}）。",
-                "Output {path}: {files} files, readable; newest file {sample} ({size} bytes, sha256 {sha}).",
-                path=out.path,
-                files=out.files,
-                sample=out.sample,
-                size=out.size,
-                sha=out.sha256[:16],
+            _("Output {path}: {files} files, readable; newest file {sample} ({size} bytes, sha256 {sha}).").format(
+                path=out.path, files=out.files, sample=out.sample, size=out.size, sha=out.sha256[:16]
             )
         )
     elif out.state == "unset":
-        missing.append(
-            _t(
-                lang,
-                "尚未设置输出或 checkpoint 路径，无法确认持久化输出。",
-                "No output or checkpoint path is set, so persisted output cannot be confirmed.",
-            )
-        )
+        missing.append(_("No output or checkpoint path is set, so persisted output cannot be confirmed."))
     elif out.state == "unsupported":
         missing.append(
-            _t(
-                lang,
-                "输出 {path} 不在控制台可读取的位置（{detail}），请在目标存储中确认可重新读取。",
+            _(
                 "Output {path} is not where the console can read it ({detail}); confirm it is readable in the"
-                " target storage.",
-                path=out.path,
-                detail=out.detail,
-            )
+                " target storage."
+            ).format(path=out.path, detail=out.detail)
         )
         if hit is not None:
             return TO_CONFIRM, missing + ev
     else:
-        msg = _t(
-            lang,
-            "输出 {path} 不存在或无法读取（{detail}）。",
-            "Output {path} does not exist or cannot be read ({detail}).",
-            path=out.path,
-            detail=out.detail or out.state,
+        msg = _("Output {path} does not exist or cannot be read ({detail}).").format(
+            path=out.path, detail=out.detail or out.state
         )
         (bad if out.state == "unreadable" else missing).append(msg)
     if bad:
@@ -751,19 +611,18 @@ def _is_head(data: RunCheckInput, pod: PodRow) -> bool:
 
 
 def run_checks(data: RunCheckInput, lang: str = "zh-hans") -> list[CheckResult]:
-    """Compute checks 1-5 (pure). Evidence lines are redacted."""
+    """Compute checks 1-5 (pure), their evidence in ``lang``. Evidence lines are redacted."""
     scans = _scans(data, log_patterns(data.settings))
     results = []
-    for number, (status, evidence) in enumerate(
-        [
-            check_job(data, lang),
-            check_pods(data, lang),
-            check_ray(data, lang, scans),
-            check_app(data, lang, scans),
-            check_progress(data, lang, scans),
-        ],
-        start=1,
-    ):
+    with translation.override(language.lang(lang)):
+        checks = [
+            check_job(data),
+            check_pods(data),
+            check_ray(data, scans),
+            check_app(data, scans),
+            check_progress(data, scans),
+        ]
+    for number, (status, evidence) in enumerate(checks, start=1):
         results.append(CheckResult(number, status, [redact(e, data.secrets) for e in evidence], data.now))
     return results
 
@@ -874,7 +733,8 @@ def gather(job, now: datetime | None = None, logs: dict[str, str] | None = None)
 
 
 def _run_output(job, path: str, templates: list[dict], runtime_kind: str) -> OutputCheck:
-    """``check_output`` of the current run's prefix only (``jobs.observe.run_prefix``, issue 14.2)."""
+    """``check_output`` of the current run's prefix only (``jobs.observe.run_prefix``; seed 02 check 5:
+    "checkpoint 使用本次运行的唯一前缀")."""
     current = run_path(job, path)
     if current is None:
         return OutputCheck("missing", path, detail="the run has no Header Pod yet")
@@ -897,7 +757,7 @@ def job_run_check_as_of(job, lang: str = "zh-hans", now: datetime | None = None)
 
 
 def _ts(value: datetime | None) -> str:
-    """A time as every page shows it: the page's zone with its abbreviation (issue 14.8)."""
+    """A time as every page shows it: the page's zone with its abbreviation (``rlark_console.pagetime``)."""
     return pagetime.label(value) if value else "-"
 
 
@@ -906,7 +766,9 @@ def _cell(text: str) -> str:
 
 
 def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = "zh-hans") -> str:
-    """The run record in the exact template of seed 02 (``# 任务运行检查记录``, eight fields, the six-row table).
+    """The run record in the exact template of seed 02 (``# 任务运行检查记录``, eight fields, the six-row table):
+    the template's words in Chinese whatever ``lang``, the values the console fills in (a missing digest, the
+    config source, the execution mode, row 6's note) in ``lang``.
 
     Values come from the stored Job (images, digests when the reference has one, the RLinf config hash, clusters,
     nodes, GPU per Worker) and the check results; row 6 is always 待确认 (people decide what happens next).
@@ -919,28 +781,24 @@ def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = 
     images = []
     for t in templates:
         image = str(main_container(t).get("image") or "-")
-        digest = image.split("@", 1)[1] if "@" in image else _t(lang, "未记录", "not recorded")
+        digest = image.split("@", 1)[1] if "@" in image else language.translate(gettext_noop("not recorded"), lang)
         images.append(f"{t.get('name')}: {image} (digest: {digest})")
     yaml_text = yaml.safe_dump(job.spec or {}, allow_unicode=True, sort_keys=False)
     yaml_sha = hashlib.sha256(yaml_text.encode()).hexdigest()[:16]
     run_script = next((str(t.get("runScript") or "") for t in templates if t.get("head") is True), "")
     if job.rlinf_config:
-        config = _t(
-            lang,
-            "已附加 RLinf 配置（sha256 {sha}）；命令来源：Header 运行脚本（sha256 {run}）",
-            "RLinf config attached (sha256 {sha}); command source: header run script (sha256 {run})",
+        config = language.translate(
+            gettext_noop("RLinf config attached (sha256 {sha}); command source: header run script (sha256 {run})"), lang
+        ).format(
             sha=hashlib.sha256(job.rlinf_config.encode()).hexdigest()[:16],
             run=hashlib.sha256(run_script.encode()).hexdigest()[:16],
         )
     else:
-        config = _t(
-            lang,
-            "未附加 RLinf 配置；命令来源：Header 运行脚本（sha256 {run}）",
-            "No RLinf config attached; command source: header run script (sha256 {run})",
-            run=hashlib.sha256(run_script.encode()).hexdigest()[:16],
-        )
+        config = language.translate(
+            gettext_noop("No RLinf config attached; command source: header run script (sha256 {run})"), lang
+        ).format(run=hashlib.sha256(run_script.encode()).hexdigest()[:16])
     num_nodes = num_nodes_of(job.rlinf_config) if job.rlinf_config else None
-    mode = _t(lang, "执行模式待确认", "execution mode to confirm")
+    mode = language.translate(gettext_noop("execution mode to confirm"), lang)
     clusters: dict[str, set[str]] = {}
     gpus = []
     for task in job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"):
@@ -968,20 +826,21 @@ def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = 
     ]
     by_number = {r.number: r for r in results}
     for number in range(1, 7):
-        title = f"{number}. {CHECK_TITLES[number - 1][0]}"
+        title = f"{number}. {check_title(number, 'zh-hans')}"
         result = by_number.get(number)
         if result is None:
             checked = results[0].checked_at if results else None
-            status = STATUS_TEXT[TO_CONFIRM][0]
-            note = _t(
+            status = status_label(TO_CONFIRM, "zh-hans")
+            note = language.translate(
+                gettext_noop(
+                    "The recorder summarises checks 1-5 and decides to continue, stop or keep for troubleshooting,"
+                    " with contacts and retention"
+                ),
                 lang,
-                "由记录人汇总前五项，明确继续运行、停止或保留排查，以及联系人和保留期限",
-                "The recorder summarises checks 1-5 and decides to continue, stop or keep for troubleshooting,"
-                " with contacts and retention",
             )
         else:
             checked = result.checked_at
-            status = STATUS_TEXT[result.status][0]
+            status = status_label(result.status, "zh-hans")
             note = " ".join(result.evidence[:4])
         lines.append(f"| {_cell(title)} | {status} | {_ts(checked)} | {_cell(location)} | {_cell(note)} |")
     return "\n".join(lines) + "\n"

@@ -1,8 +1,8 @@
-"""Every page in zh shows no English UI text (issue 14.7).
+"""Every page in zh shows no English UI text.
 
 The list of the product's own English UI strings is built from its catalogs: every ``msgid`` of every
-``*/locale/zh_Hans/LC_MESSAGES/django.mo`` that has a Chinese translation, plus the English side of the
-validator's messages (``jobs.jobspec.messages.MESSAGES``). Each page is rendered in zh through the Django test
+``*/locale/zh_Hans/LC_MESSAGES/django.mo`` that has a Chinese translation (the validator's, diagnosis' and run
+check's messages among them). Each page is rendered in zh through the Django test
 client for jobs in several states (running, pending, failed with a stored server message, stopped, succeeded);
 its visible text and its ``title``/``placeholder``/``aria-label`` attributes (not code, YAML, logs or names) must
 contain none of those strings.
@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from jobs.jobspec.messages import MESSAGES
 from jobs.models import Pod
 from tests.jobs.test_metrics import job  # noqa: F401 - the fixture
 
@@ -76,7 +75,6 @@ def _english_strings() -> list[str]:
             if not msgid or not msgstr or msgid == msgstr:
                 continue
             out.add(msgid)
-    out.update(en for _zh, en in MESSAGES.values())
     fragments: set[str] = set()
     for text in out:
         # the literal parts around placeholders; a fragment counts when it is clearly English prose
@@ -178,7 +176,7 @@ def _pages(states) -> list[str]:
     for one in states.values():
         base = f"/jobs/{one.name}/"
         pages += [base + f"?tab={tab}" for tab in ("overview", "workers", "logs", "yaml")]
-        # the Metrics tab (its template and charts) is issue 14.12's, on another branch: not checked here yet
+        # the Metrics tab (its template and charts) is not checked here yet
         pages += [base + "diagnosis/", base + "run-check/"]
     return pages
 
@@ -260,7 +258,7 @@ def _zh_catalogs() -> dict[str, list[tuple[str, str]]]:
 
 
 def test_one_chinese_word_per_product_term():
-    """Issue 14.7: a Job is 任务 and a robot 机器人 on every page, as in the Chinese docs (the seeds); a Task keeps
+    """A Job is 任务 and a robot 机器人 on every page, as in the Chinese docs (the seeds); a Task keeps
     its English name there, so no catalog calls it 子任务 (任务 is the Job)."""
     seeds = "".join(p.read_text(encoding="utf-8") for p in Path("/work/shared/seeds").glob("*.txt"))
     assert seeds.count("任务") > 10 * seeds.count("作业") and "机器人节点类别" in seeds  # the docs' words
