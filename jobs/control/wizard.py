@@ -1,6 +1,7 @@
 """The job creation wizard's state and its pure mapping to and from a Job document.
 
-Source: upstream-rlark 7 (steps, templates, defaults, role mapping 7.4, clone/edit prefill 7.5) and issue 3.
+Source: upstream-rlark 7 (steps, templates, defaults, role mapping 7.4, clone/edit prefill 7.5) and the document
+fields RLark Console adds (docs/api-and-cli.md).
 The wizard never validates or renders by itself: ``to_document`` builds the plain Job document and the
 caller hands it to ``jobs.jobspec.validator.validate`` / ``jobs.jobspec.document.render_yaml`` /
 ``jobs.control.submission`` (the single source of truth). Names of templates, volumes and PVCs come from
@@ -36,9 +37,9 @@ SHM_PATH = "/dev/shm"
 
 DEFAULT_JOB_NAME = "robot-policy-training"
 DEFAULT_RUN_SCRIPT = "python train.py --config /mnt/config/train.yaml --dataset /mnt/dataset --output /mnt/checkpoints"
-# Default names are valid template names as they are (issue 14.10: ``new-role``, not ``new-20-role``); names the
+# Default names are valid template names as they are (``new-role``, not ``new-20-role``); names the
 # user types keep upstream's encoding (jobs.jobspec.naming.to_resource_name).
-NEW_ROLE_NAME = {"zh-hans": "new-role", "en": "new-role"}
+NEW_ROLE_NAME = "new-role"  # the same in both languages
 
 # 7.1: job types and their role templates (labels translated in the template layer).
 JOB_TYPES: dict[str, list[str]] = {
@@ -209,9 +210,9 @@ def rename_role(state: WizardState, index: int, new_name: str) -> None:
     state.roles[index].name = new_name
 
 
-def add_role(state: WizardState, clusters: list[str], lang: str = "en") -> None:
+def add_role(state: WizardState, clusters: list[str]) -> None:
     """``添加角色 / Add Role`` adds ``new-role`` (``new-role-2``, ...; gpu 0)."""
-    base = NEW_ROLE_NAME.get(lang, NEW_ROLE_NAME["en"])
+    base = NEW_ROLE_NAME
     taken = {r.name for r in state.roles}
     name, n = base, 2
     while name in taken:
@@ -591,7 +592,7 @@ def _int(value: Any, default: int = 0) -> int:
 def _count(data: Any, key: str) -> int:
     """A ``*_count`` form field, clamped to ``[0, number of submitted fields]``: every counted item posts at
     least one field, so a typed ``role_count=1000000000`` never loops (or allocates) beyond the request's own
-    size (issue 16)."""
+    size."""
     return min(max(_int(data.get(key), 0), 0), len(data))
 
 
@@ -747,7 +748,7 @@ def apply_plan(state: WizardState, plan, nodes, clusters: list[str]) -> None:
             cluster=cluster,
             selector=selector,
             replicas=str(item.get("replicas") or 0),
-            gpu="" if gpus is None else str(gpus),  # unknown stays visibly empty (issue 14.1), never a silent 0
+            gpu="" if gpus is None else str(gpus),  # unknown stays visibly empty, never a silent 0
         )
         kind = str(item.get("role") or "")
         if kind in ROLE_KINDS and kind != role_kind_for(role.name):

@@ -43,6 +43,7 @@ from jobs.observe.status import (
     runtime_seconds,
     worker_rows,
 )
+from rlark_console import language
 from rlark_console.redirects import safe_next
 
 PAGE_SIZES = (10, 20, 50)
@@ -75,7 +76,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
         qs = qs.filter(Q(name__icontains=query) | Q(display_name__icontains=query))
     paginator = Paginator(qs.order_by("-created_at"), _page_size(request))
     page = paginator.get_page(request.GET.get("page"))
-    counts = worker_counts(job.pk for job in page.object_list)  # only the page's Tasks (issue 18)
+    counts = worker_counts(job.pk for job in page.object_list)  # only the page's Tasks
     rows = []
     for job in page.object_list:
         count = counts.get(job.pk, WorkerCounts())
@@ -84,7 +85,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
         rows.append(
             {
                 "job": job,
-                "ready": headline.ready,  # the bar and the counts come from one headline (issue 14.9)
+                "ready": headline.ready,  # the bar and the counts come from one headline
                 "total": headline.total,
                 "percent": headline.percent,
                 "headline": headline,
@@ -226,12 +227,10 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
 
 
 def _pending_reasons(job: Job) -> list[dict[str, Any]]:
-    """Per-role reasons a Pending job's Workers are not running (``jobs.explain.pending``, issue 7)."""
+    """Per-role reasons a Pending job's Workers are not running (``jobs.explain.pending``)."""
     if job.phase != Phase.PENDING or job.stopped:
         return []
-    from django.utils.translation import get_language
-
-    lang = "en" if (get_language() or "").startswith("en") else "zh-hans"
+    lang = language.lang()
     rows = []
     for role, reasons in job_pending_reasons(job, with_logs=False).items():
         rows += [{"role": role, **r.to_dict(lang)} for r in reasons]
@@ -286,7 +285,7 @@ def job_log(request: HttpRequest, name: str) -> HttpResponse:
             error = _("%(pod)s has no previous container instance.") % {"pod": pod}
         else:
             error = str(exc)
-    text = ANSI.sub("", text)  # colours are rendered by the Logs tab of issue 6; here plain text
+    text = ANSI.sub("", text)  # colours are rendered by the Logs tab; here plain text
     return render(request, "jobs/_log.html", {"job": job, "pod": pod, "text": text, "error": error})
 
 

@@ -384,7 +384,7 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
         else:
             wz.apply_job_type(state, state.job_type, inv.cluster_names)
     elif name == "add_role":
-        wz.add_role(state, inv.cluster_names, lang)
+        wz.add_role(state, inv.cluster_names)
     elif name == "remove_role" and role:
         wz.remove_role(state, idx)
     elif name == "header" and role:
@@ -445,12 +445,12 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
             if state.step == 2 and first is not None:
                 state.active_role = wz.task_index(first["path"])
             if name != "submit" and state.step == 2:
-                # Until the user submits, only the role being edited shows its problems (issue 14.10).
+                # Until the user submits, only the role being edited shows its problems.
                 blocking = [e for e in blocking if wz.task_index(e["path"]) in (None, state.active_role)]
             extra.update(errors=blocking, warnings=warnings)
             return extra
         if target == 2 and state.step != 2:
-            state.active_role = state.header_index  # step 2 opens on the Header role (issue 14.10)
+            state.active_role = state.header_index  # step 2 opens on the Header role
         state.step = target
         if target == 4:
             extra.update(preview=_preview_yaml(document), warnings=warnings)
