@@ -1,4 +1,4 @@
-# The network-domain sidecar of Kubernetes Workers (issue 13; jobs/spec/network_sidecar.py):
+# The network-domain sidecar of Kubernetes Workers (jobs/spec/network_sidecar.py):
 #   docker build --target netagent -t rlark-console-netagent:latest .
 # Only the agent (domains/netagent.py), asyncssh as pinned in requirements.lock, and iproute2 for `ip tuntap`.
 # BASE: python:3.11-slim for real users; the real test nodes (tools/k8s/images.py) build with no network from a

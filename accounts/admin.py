@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.models import Group
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect
@@ -31,7 +33,7 @@ def _admin_login(request, extra_context=None):
 
 admin.site.login = _admin_login
 
-# The admin index title set in rlark_console/urls.py; its translation lives in this app's catalog.
+# The admin index title set in launcher/urls.py; its translation lives in this app's catalog.
 BACK_OFFICE_TITLE = gettext_noop("Back office")
 # The hint of Django's admin/auth/user/add_form.html: Django 5.2's zh_Hans catalog has no translation for it.
 USER_ADD_HINT = gettext_noop("After you’ve created a user, you’ll be able to edit more user options.")
@@ -101,124 +103,72 @@ class APITokenInline(admin.TabularInline):
         return False
 
 
-def _ssh_key_inline():
-    from sshkeys.models import SSHPublicKey
+class ConsoleUserAdmin(UserAdmin):
+    """Users in the back office: Django's UserAdmin plus each user's API tokens (revocable), the actions that
+    deactivate, reactivate and reset passwords, and the permission picker in the page's language. The apps above
+    add their parts (a user's SSH keys, their jobs) in ``launcher.admin``, which registers the whole."""
 
-    class SSHKeyInline(admin.TabularInline):
-        model = SSHPublicKey
-        fields = ["name", "key_type", "bits", "fingerprint", "created_at"]
-        readonly_fields = fields
-        extra = 0
-        verbose_name_plural = _("SSH public keys")
+    inlines = [*UserAdmin.inlines, APITokenInline]
+    list_display = ["username", "email", "is_staff", "is_active", "last_login", "date_joined"]
+    actions = ["deactivate", "reactivate", "reset_passwords"]
 
-        def has_add_permission(self, request, obj=None):
-            return False
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        field = super().formfield_for_manytomany(db_field, request, **kwargs)
+        if db_field.name == "user_permissions":
+            permission_labels.localize_field(field)
+        return field
 
-    return SSHKeyInline
+    def save_model(self, request, obj, form, change):
+        deactivating = change and "is_active" in form.changed_data and not obj.is_active
+        super().save_model(request, obj, form, change)
+        if deactivating:  # unticking "active" closes everything the user holds, as the action does
+            users.deactivate_user(obj, actor=request.user, request=request)
 
+    @admin.action(description=_("Deactivate (revoke tokens, end sessions and terminals)"))
+    def deactivate(self, request, queryset):
+        done = tokens = 0
+        for user in queryset.exclude(pk=request.user.pk):
+            result = users.deactivate_user(user, actor=request.user, request=request)
+            done, tokens = done + 1, tokens + result.tokens
+        self.message_user(
+            request,
+            ngettext("Deactivated %(n)d user;", "Deactivated %(n)d users;", done) % {"n": done}
+            + ngettext(" %(t)d API token revoked.", " %(t)d API tokens revoked.", tokens) % {"t": tokens},
+            messages.SUCCESS,
+        )
+        if queryset.filter(pk=request.user.pk).exists():
+            self.message_user(request, _("You cannot deactivate yourself."), messages.WARNING)
 
-def _register_user_admin() -> None:
-    """Users in the back office: Django's UserAdmin plus each user's API tokens (revocable) and SSH keys."""
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.admin import UserAdmin
+    @admin.action(description=_("Reactivate"))
+    def reactivate(self, request, queryset):
+        for user in queryset:
+            users.reactivate_user(user, actor=request.user, request=request)
+        n = queryset.count()
+        self.message_user(
+            request, ngettext("Reactivated %(n)d user.", "Reactivated %(n)d users.", n) % {"n": n}, messages.SUCCESS
+        )
 
-    user_model = get_user_model()
-    base = type(admin.site._registry.get(user_model)) if user_model in admin.site._registry else UserAdmin
-
-    class ConsoleUserAdmin(base):
-        inlines = [*getattr(base, "inlines", []), APITokenInline, _ssh_key_inline()]
-        list_display = ["username", "email", "is_staff", "is_active", "last_login", "date_joined"]
-        actions = ["deactivate", "reactivate", "reset_passwords"]
-        readonly_fields = [*getattr(base, "readonly_fields", ()), "user_jobs"]
-
-        def formfield_for_manytomany(self, db_field, request, **kwargs):
-            field = super().formfield_for_manytomany(db_field, request, **kwargs)
-            if db_field.name == "user_permissions":
-                permission_labels.localize_field(field)
-            return field
-
-        def get_fieldsets(self, request, obj=None):
-            fieldsets = list(super().get_fieldsets(request, obj))
-            if obj is not None:
-                fieldsets.append((_("Jobs"), {"fields": ["user_jobs"]}))
-            return fieldsets
-
-        @admin.display(description=_("jobs of this user"))
-        def user_jobs(self, obj):
-            from jobs.models import Job
-
-            jobs = Job.objects.filter(owner=obj).order_by("-created_at")[:50]
-            return (
-                format_html_join(
-                    " ",
-                    '<a href="{}"><code>{}</code></a> {}',
-                    ((reverse("jobs:detail", args=[j.name]), j.name, j.get_phase_display()) for j in jobs),
-                )
-                or "—"
-            )
-
-        def save_model(self, request, obj, form, change):
-            deactivating = change and "is_active" in form.changed_data and not obj.is_active
-            super().save_model(request, obj, form, change)
-            if deactivating:  # unticking "active" closes everything the user holds, as the action does
-                users.deactivate_user(obj, actor=request.user, request=request)
-
-        @admin.action(description=_("Deactivate (revoke tokens, end sessions and terminals)"))
-        def deactivate(self, request, queryset):
-            done = tokens = 0
-            for user in queryset.exclude(pk=request.user.pk):
-                result = users.deactivate_user(user, actor=request.user, request=request)
-                done, tokens = done + 1, tokens + result.tokens
+    @admin.action(description=_("Reset passwords (shown once)"))
+    def reset_passwords(self, request, queryset):
+        for user in queryset:
+            password = users.reset_password(user, actor=request.user, request=request)
             self.message_user(
                 request,
-                ngettext("Deactivated %(n)d user;", "Deactivated %(n)d users;", done) % {"n": done}
-                + ngettext(" %(t)d API token revoked.", " %(t)d API tokens revoked.", tokens) % {"t": tokens},
-                messages.SUCCESS,
-            )
-            if queryset.filter(pk=request.user.pk).exists():
-                self.message_user(request, _("You cannot deactivate yourself."), messages.WARNING)
-
-        @admin.action(description=_("Reactivate"))
-        def reactivate(self, request, queryset):
-            for user in queryset:
-                users.reactivate_user(user, actor=request.user, request=request)
-            n = queryset.count()
-            self.message_user(
-                request, ngettext("Reactivated %(n)d user.", "Reactivated %(n)d users.", n) % {"n": n}, messages.SUCCESS
+                _("New password of %(user)s: %(password)s (shown once; their sessions were ended)")
+                % {"user": user.username, "password": password},
+                messages.WARNING,
             )
 
-        @admin.action(description=_("Reset passwords (shown once)"))
-        def reset_passwords(self, request, queryset):
-            for user in queryset:
-                password = users.reset_password(user, actor=request.user, request=request)
-                self.message_user(
-                    request,
-                    _("New password of %(user)s: %(password)s (shown once; their sessions were ended)")
-                    % {"user": user.username, "password": password},
-                    messages.WARNING,
-                )
 
-    if user_model in admin.site._registry:
-        admin.site.unregister(user_model)
-    admin.site.register(user_model, ConsoleUserAdmin)
+class ConsoleGroupAdmin(GroupAdmin):
+    """Groups with their permission picker in the page's language (accounts.permission_labels)."""
 
-    from django.contrib.auth.admin import GroupAdmin
-    from django.contrib.auth.models import Group
-
-    group_base = type(admin.site._registry.get(Group)) if Group in admin.site._registry else GroupAdmin
-
-    class ConsoleGroupAdmin(group_base):
-        """Groups with their permission picker in the page's language (accounts.permission_labels)."""
-
-        def formfield_for_manytomany(self, db_field, request, **kwargs):
-            field = super().formfield_for_manytomany(db_field, request, **kwargs)
-            if db_field.name == "permissions":
-                permission_labels.localize_field(field)
-            return field
-
-    if Group in admin.site._registry:
-        admin.site.unregister(Group)
-    admin.site.register(Group, ConsoleGroupAdmin)
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        field = super().formfield_for_manytomany(db_field, request, **kwargs)
+        if db_field.name == "permissions":
+            permission_labels.localize_field(field)
+        return field
 
 
-_register_user_admin()
+admin.site.unregister(Group)
+admin.site.register(Group, ConsoleGroupAdmin)

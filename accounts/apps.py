@@ -8,7 +8,7 @@ class AccountsConfig(AppConfig):
     verbose_name = _("Accounts and audit")
 
     def ready(self):
-        """Every back-office change lands in the audit log (issue 8): Django admin writes its history through
+        """Every back-office change lands in the audit log: Django admin writes its history through
         ``LogEntryManager.log_actions`` (single saves and bulk deletions), so each entry it returns is copied
         into an AuditEvent by :func:`accounts.services.record_admin_change`."""
         from django.contrib.admin.models import LogEntryManager

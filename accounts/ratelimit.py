@@ -1,4 +1,4 @@
-"""Login rate limiting, by address AND by account (issue 16, Major 3).
+"""Login rate limiting, by address AND by account.
 
 Within ``WINDOW_SECONDS`` a login is refused (429) once any of these counters of failed logins is reached:
 - ``MAX_FAILURES`` for one (address, username) pair: the everyday lockout of a mistyped password;

@@ -1,41 +1,8 @@
-"""Read models for the Overview page (plain data for the template)."""
+"""API tokens and the audit of admin changes (services behind the account pages and the API)."""
 
 from __future__ import annotations
 
-from django.db.models import Count
-
-from clusters.models import Cluster
-from clusters.services.nodes import gpu_key, total_free
-from jobs.models import Phase
-from jobs.policy import visible_jobs
-
-
-def overview_context(user) -> dict:
-    """``{"clusters": [...], "phase_counts": {phase: n}, "recent_jobs": [...], "totals": {...}}``."""
-    cluster_rows = []
-    for cluster in Cluster.objects.prefetch_related("nodes"):
-        nodes = list(cluster.nodes.all())
-        gpus = [total_free(n, gpu_key(n.capacity, n.allocatable, n.used)) for n in nodes]
-        cluster_rows.append(
-            {
-                "cluster": cluster,
-                "nodes": nodes,
-                "gpus_total": int(sum(total for total, _free in gpus)),
-                "gpus_free": int(sum(free for _total, free in gpus)),
-            }
-        )
-    jobs = visible_jobs(user)
-    counts = dict(jobs.values_list("phase").annotate(n=Count("id")).values_list("phase", "n"))
-    phase_counts = [(value, label, counts.get(value, 0)) for value, label in Phase.choices]
-    return {
-        "clusters": cluster_rows,
-        "phase_counts": phase_counts,
-        "recent_jobs": list(jobs.select_related("owner")[:10]),
-        "job_total": sum(counts.values()),
-    }
-
-
-# --------------------------------------------------------------------------- API tokens (issue 8 "API tokens")
+# --------------------------------------------------------------------------- API tokens
 
 
 def tokens_for(user):

@@ -1,4 +1,4 @@
-"""Signals other apps listen to (issue 15 point 9).
+"""Signals other apps listen to.
 
 ``user_deactivated``: sent by ``accounts.users.deactivate_user`` after the account is inactive, its API tokens
 are revoked and its login sessions are deleted. Keyword arguments: ``user`` (the deactivated User), ``actor``

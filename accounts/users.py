@@ -1,4 +1,4 @@
-"""User administration for the back office (issue 15 point 9): create, deactivate, reset passwords.
+"""User administration for the back office: create, deactivate, reset passwords.
 
 Every action is audited (``user.create``, ``user.deactivate``, ``user.reactivate``, ``user.password_reset``);
 passwords are never recorded or logged.

@@ -1,4 +1,4 @@
-"""Login (rate limited) and the Overview page."""
+"""Login (rate limited) and the API tokens page."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 
 from accounts import audit, ratelimit
-from accounts.services import overview_context
 from rlark_console.clientaddr import request_address
 
 
@@ -48,12 +47,6 @@ class RateLimitedLoginView(auth_views.LoginView):
     def form_invalid(self, form):  # noqa: D102
         ratelimit.record_failure(request_address(self.request), self.request.POST.get("username", ""))
         return super().form_invalid(form)
-
-
-@login_required
-def overview(request):
-    """The landing page: clusters with node counts and health, the user's jobs by phase."""
-    return render(request, "overview.html", overview_context(request.user))
 
 
 @login_required

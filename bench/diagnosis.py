@@ -1,4 +1,4 @@
-"""Diagnosis and Run check of a large job (issue 18): a 20-role job at 20 and at 200 Workers on the fake
+"""Diagnosis and Run check of a large job: a 20-role job at 20 and at 200 Workers on the fake
 Kubernetes API server, cold and warm, with query counts, runtime calls and the ratio to the raw reading of the logs.
 
 The job has 20 roles (a Header role of 1 Worker and 19 rollout roles); at the small point every role has 1

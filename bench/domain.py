@@ -1,4 +1,4 @@
-"""Network-domain data path (issue 13): what carrying Workers' packets through the console's relay costs.
+"""Network-domain data path: what carrying Workers' packets through the console's relay costs.
 
 On two isolated local clusters (root; real namespaces, TUN devices, asyncssh relay in this process):
 

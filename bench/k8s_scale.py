@@ -1,4 +1,4 @@
-"""Scale benchmark on the REAL control plane with kwok (issue 11, "Scale, measured with kwok"). Not a test.
+"""Scale benchmark on the REAL control plane with kwok. Not a test.
 
 Starts ``--clusters`` control planes of ``tools/k8s`` (etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler, kwok on 127.0.0.1; one per console cluster, because the console's validator matches a

@@ -1,4 +1,4 @@
-"""Job lists at fleet scale (issue 18): the same pages at 100 and at 10,000 jobs, as a ratio, with query counts.
+"""Job lists at fleet scale: the same pages at 100 and at 10,000 jobs, as a ratio, with query counts.
 
 Seeds jobs as reconcile and sync leave them (``tests/fleet_seed.py``: 2 Tasks and 3 Pods per job, 100 owners),
 then times, through Django's test client as a staff user (who sees every job), the first and the last page of:

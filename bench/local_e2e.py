@@ -2,7 +2,7 @@
 controller to the local supervisor, and report
 
 - submit -> Ray ready (``Ray cluster is ready`` in the header log) and submit -> first ``Global Step``,
-  targets 30 s for the 3-node cluster on a 2-core machine (issue 4 acceptance 6);
+  targets 30 s for the 3-node cluster on a 2-core machine;
 - peak RSS of the runtime's own processes (the supervisor and the per-Worker ``unshare`` launchers;
   Ray and the workload excluded), target 60 MB;
 - stop (scale to 0) -> no process of the job left, target 10 s.

@@ -1,6 +1,6 @@
-"""Bench of issue 6 acceptance 4: Logs time-to-first-line and WebTerminal keystroke echo.
+"""Bench of the Logs tab's time-to-first-line and the WebTerminal's keystroke echo.
 
-Starts the demo console (``terminal.demo``: daphne + the real ASGI app, a DirRuntime whose Pods are
+Starts the demo console (``launcher.terminal_demo``: daphne + the real ASGI app, a DirRuntime whose Pods are
 log files and PTY shells) on loopback, logs in over HTTP like a browser, then measures:
 
 - logs: time from "subscribe" to the first ``lines`` frame carrying the last 1000 lines of a Pod,
@@ -43,7 +43,7 @@ import django  # noqa: E402
 django.setup()  # terminal.demo_runtime loads the models (the demo console itself is a subprocess)
 
 from bench.quick import pct, quick_requested  # noqa: E402
-from terminal.demo import NS, PASSWORD  # noqa: E402
+from launcher.terminal_demo import NS, PASSWORD  # noqa: E402
 from terminal.demo_runtime import DirPod, DirRuntime, PtyExec  # noqa: E402
 from tests.terminal_support import DemoConsole  # noqa: E402
 

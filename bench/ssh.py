@@ -1,4 +1,4 @@
-"""SSH bastion figures (issue 12): interactive echo p95 through ``ssh -J`` and scp throughput, as ratios.
+"""SSH bastion figures: interactive echo p95 through ``ssh -J`` and scp throughput, as ratios.
 
 By default the script starts everything it needs on a private state directory (SQLite, the local runtime with its
 supervisor, the demo job of examples/demo/job.yaml whose Workers only sleep: real Ray Workers), the bastion on a

@@ -1,6 +1,6 @@
-"""Benchmarks of the status sync on the fake Kubernetes API server (issues 5 and 11).
+"""Benchmarks of the status sync on the fake Kubernetes API server.
 
-``jobs`` (issue 11): 1,000 active jobs / 3,000 Pods (header + 2 rollout Workers each) on one cluster, ideally on
+``jobs``: 1,000 active jobs / 3,000 Pods (header + 2 rollout Workers each) on one cluster, ideally on
 PostgreSQL (``DATABASE_URL``). Prints the first cycle (every Pod row created), a steady cycle with nothing changed
 (time, DB queries, runtime calls), a cycle that reads every running header's new log lines (what a targeted or
 forced sync does; the periodic sync spreads these reads over ``RLARK_LOG_PROBE_INTERVAL``) and a cycle where every
@@ -10,7 +10,7 @@ the jobs to show it does not grow with them. Goals: steady <= 1 s and <= 20 quer
 The fake API server runs in a process of its own (``tests.fake_k8s.process``), as a real API server does: in a
 thread of this process (``--fake thread``) its JSON encoding would share the console's GIL and be timed with it.
 
-``nodes`` (issue 5): one node-sync cycle, 5 clusters x 200 pods: time, ratio to the raw lists, queries with 1x and
+``nodes``: one node-sync cycle, 5 clusters x 200 pods: time, ratio to the raw lists, queries with 1x and
 2x pods. Target: ratio <= 2, queries independent of the pod count.
 
 ``RLARK_BENCH_PROFILE=1`` prints a cProfile (by own time) of one steady cycle to stderr.

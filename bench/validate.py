@@ -1,6 +1,6 @@
 """Time to validate + render a 20-role job, and its ratio to a bare ``yaml.safe_dump`` of the same document.
 
-Usage: ``.venv/bin/python bench/validate.py [--roles 20] [--repeat 200]``. Target (issue 3): <= 20 ms.
+Usage: ``.venv/bin/python bench/validate.py [--roles 20] [--repeat 200]``. Target: <= 20 ms.
 Plain data only (no database): the same ``validate`` and ``render_yaml`` the API, wizard and CLI use, against an
 inventory of 2 clusters x 40 nodes. Prints the median and p95 of ``normalize + validate + render_yaml``.
 """

@@ -1,4 +1,4 @@
-"""Watch latency on the REAL control plane (issue 11, "Status that follows changes at once"). Not a test.
+"""Watch latency on the REAL control plane: how soon status follows a change. Not a test.
 
 Starts one control plane of ``tools/k8s`` (etcd, kube-apiserver, controller-manager, scheduler, kwok on
 127.0.0.1) with two kwok nodes, registers it as a console cluster through ``POST /api/v1/clusters/`` with the

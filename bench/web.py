@@ -1,4 +1,4 @@
-"""Web tier throughput (issue 18): 8 connections vs 1 against ``manage.py serve_web``, as a ratio, with p99.
+"""Web tier throughput: 8 connections vs 1 against ``manage.py serve_web``, as a ratio, with p99.
 
 Seeds ``--jobs`` jobs (``tests/fleet_seed.py``) into a database of the bench's own, starts the web tier on
 loopback with ``--workers`` daphne processes (default: 2 per core, as ``make run``) and, for comparison, with one

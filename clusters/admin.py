@@ -1,4 +1,4 @@
-"""Back office for clusters, nodes and image registries (issue 5).
+"""Back office for clusters, nodes and image registries.
 
 The kubeconfig is write-only: uploaded as a file or pasted into a textarea, checked by a connectivity test
 before it is saved (encrypted), never rendered back (not even masked) and never logged. Registry passwords

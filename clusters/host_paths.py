@@ -180,7 +180,7 @@ def demo_output_path(local_root: str, user: str, job: str) -> str:
     return os.path.join(user_roots([demo_host_path_root(local_root)], user)[0], job)
 
 
-# hostPath volumes the console itself adds: the TUN device of the network domain sidecar (jobs.jobspec.network_sidecar
+# hostPath volumes the console itself adds: the TUN device of the network domain sidecar (domains.sidecar
 # mounts it under this name)
 TUN_VOLUME = "rlark-net-tun"
 TUN_DEVICE = "/dev/net/tun"

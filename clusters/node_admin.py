@@ -1,4 +1,4 @@
-"""Back office for nodes (issue 15): capacity list, system-node switch, batch metadata edit, cordon.
+"""Back office for nodes: capacity list, system-node switch, batch metadata edit, cordon.
 
 The admin class only wires forms to services: system nodes ``clusters.system_nodes``, metadata
 ``clusters.services.node_metadata``, capacity figures ``clusters.services.node_capacity``, cordon

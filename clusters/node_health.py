@@ -1,4 +1,4 @@
-"""Node conditions and recent Warning events (issue 15 point 4b; upstream-rlark 10.1).
+"""Node conditions and recent Warning events (upstream-rlark 10.1).
 
 - Conditions kept: Ready, DiskPressure, MemoryPressure, PIDPressure, NetworkUnavailable, each as
   ``{"type", "status", "reason", "message", "last_transition"}`` (:func:`conditions_of`).

@@ -1,4 +1,4 @@
-"""Which nodes are *system* (control-plane) nodes: the one source of truth (issue 15 point 1).
+"""Which nodes are *system* (control-plane) nodes: the one source of truth.
 
 Source: upstream-rlark 10.2 ("Business worker node ... not control-plane"). A node is a system node when any of
 these labels says so:

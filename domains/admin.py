@@ -38,7 +38,7 @@ class DomainForm(forms.ModelForm):
 
 
 class IPAllocationInline(admin.TabularInline):
-    """Each member: IP, job, Task, cluster, Pod and the state of its network agent's connection (issue 13)."""
+    """Each member: IP, job, Task, cluster, Pod and the state of its network agent's connection."""
 
     model = IPAllocation
     fields = ["ip", "job", "task", "cluster", "pod", "connection", "created_at"]

@@ -1,4 +1,4 @@
-"""The console's SSH certificate authority for domain members (issue 13, option (a); upstream-rlark 12.4 signs
+"""The console's SSH certificate authority for domain members (docs/network-domains.md; upstream-rlark 12.4 signs
 DomainPeer certificates the same way).
 
 The CA key is ``var/ssh/domain/ca_ed25519`` and the relay's host key ``var/ssh/domain/relay_ed25519`` (0600 in a

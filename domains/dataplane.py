@@ -1,4 +1,4 @@
-"""What each local cluster's supervisor must know about its domain members (issue 13): :func:`publish`.
+"""What each local cluster's supervisor must know about its domain members: :func:`publish`.
 
 For every isolated local cluster (``Cluster.isolated_network``), the memberships of its Workers in every domain,
 from the allocations (``IPAllocation``, key ``<cluster>/<namespace>/<pod>``): the member's IP and the domain's prefix
@@ -24,9 +24,8 @@ from clusters.models import Cluster
 from clusters.runtime.base import RuntimeFailure
 from clusters.runtime.local.netns import CONSOLE_ADDRESS
 from clusters.runtime.registry import runtime_for
-from domains import certs
+from domains import certs, sidecar
 from domains.models import Domain, IPAllocation
-from jobs.jobspec import network_sidecar
 
 log = logging.getLogger("rlark.domains")
 FIELD_MANAGER = "rlark-console-domains"
@@ -91,11 +90,11 @@ def public_relay_host() -> str:
 def kubernetes_secrets(members: dict[str, dict[str, Any]], namespace: str) -> dict[str, dict[str, str]]:
     """``{secret name: data}`` for one Kubernetes cluster's members: per Pod ``<pod>.json`` (the agent's config,
     paths under ``/rlark/net``, hosts file ``/etc/hosts``), ``<pod>.key`` and ``<pod>-cert.pub``, base64; the
-    Secret of each Pod's Task (``jobs.jobspec.network_sidecar``)."""
+    Secret of each Pod's Task (``domains.sidecar``)."""
     out: dict[str, dict[str, str]] = defaultdict(dict)
     relay = {"host": public_relay_host(), "port": int(os.environ.get("RLARK_DOMAIN_RELAY_PUBLIC_PORT") or relay_port())}
     for pod, m in sorted(members.items()):
-        secret = network_sidecar.secret_name(pod.rsplit("-", 1)[0])
+        secret = sidecar.secret_name(pod.rsplit("-", 1)[0])
         config = {
             "ip": m["ip"],
             "prefix": m["prefix"],
@@ -103,9 +102,9 @@ def kubernetes_secrets(members: dict[str, dict[str, Any]], namespace: str) -> di
             "relay_port": relay["port"],
             "host_key": m["relay"]["host_key"],
             "username": m["username"],
-            "key": f"{network_sidecar.SECRET_MOUNT}/{pod}.key",
-            "cert": f"{network_sidecar.SECRET_MOUNT}/{pod}-cert.pub",
-            "status": f"{network_sidecar.STATE_MOUNT}/status.json",
+            "key": f"{sidecar.SECRET_MOUNT}/{pod}.key",
+            "cert": f"{sidecar.SECRET_MOUNT}/{pod}-cert.pub",
+            "status": f"{sidecar.STATE_MOUNT}/status.json",
             "hosts_file": "/etc/hosts",
             "hosts": m["hosts"],
         }

@@ -1,4 +1,4 @@
-"""The network agent of one domain member (issue 13, option (a)): ``python -m domains.netagent <config.json>``.
+"""The network agent of one domain member (docs/network-domains.md): ``python -m domains.netagent <config.json>``.
 
 Runs inside the member Worker's network namespace, as root there (the local runtime's supervisor starts it with
 ``nsenter --net``; on Kubernetes it is the native sidecar with ``NET_ADMIN`` only). No Django: only asyncssh.

@@ -1,4 +1,4 @@
-"""The console's domain relay (issue 13, option (a)): SSH layer 3 tunnels of domain members, forwarded by address.
+"""The console's domain relay (docs/network-domains.md): SSH layer 3 tunnels of domain members, forwarded by address.
 
 An asyncssh server (the library that already serves the console's SSH bastion, ``sshgate``; same host key). A member
 authenticates with an OpenSSH **user certificate** signed by the console's domain CA (:mod:`domains.certs`) whose

@@ -1,6 +1,6 @@
 """Network domains: CIDR validation, virtual IP allocation for Workers, safe deletion.
 
-Sources: issue 8 "Network domains", seed 04 第三步 ("CIDR 不能重叠"; "末字节为 .0 或 .255 的 IPv4 地址始终
+Sources: seed 04 第三步 ("CIDR 不能重叠"; "末字节为 .0 或 .255 的 IPv4 地址始终
 保留…该规则同样适用于大于 /24 的 CIDR"), upstream-rlark 12.2/12.3.
 
 CIDR rules (:func:`validate_cidr`, error codes for the API):
@@ -29,13 +29,13 @@ from django.utils.translation import gettext as _
 
 from accounts import audit
 from clusters.models import Cluster
+from domains import signals
 from domains.models import Domain, IPAllocation
 
 MIN_PREFIX = 8
 MAX_PREFIX = 29
 PRIVATE_NETWORKS = tuple(ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 ALLOCATE_RETRIES = 20
-ACTIVE_PHASES = ("Pending", "Running")
 
 
 class CIDRError(ValueError):
@@ -161,17 +161,11 @@ def create_domain(name: str, cidr: str, actor=None, request=None) -> Domain:
 
 
 def active_jobs_using(domain: Domain) -> list[str]:
-    """Names of jobs that are not finished (Pending/Running and not stopped) with ``spec.domain`` = domain."""
-    from jobs.models import Job
-
-    jobs = Job.objects.filter(spec__domain=domain.name, phase__in=ACTIVE_PHASES, stopped=False)
-    names = set(jobs.values_list("name", flat=True))
-    # Workers holding an address also count when their job is still active.
-    held = set(domain.allocations.exclude(job="").values_list("job", flat=True))
-    if held:
-        names |= set(
-            Job.objects.filter(name__in=held, phase__in=ACTIVE_PHASES, stopped=False).values_list("name", flat=True)
-        )
+    """Names, sorted, of the jobs that are not finished (Pending/Running and not stopped) and use ``domain``: by
+    ``spec.domain`` or by a Worker that holds one of its addresses (asked of the jobs app: ``signals.domain_users``)."""
+    names: set[str] = set()
+    for _receiver, answer in signals.domain_users.send(sender=Domain, domain=domain):
+        names |= set(answer or ())
     return sorted(names)
 
 

@@ -4,6 +4,9 @@ the job pages, the REST API or the CLI, so every action is reconciled and audite
 from __future__ import annotations
 
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html_join
+from django.utils.translation import gettext_lazy as _
 
 from jobs.models import Job, Pod, Task
 
@@ -36,7 +39,7 @@ class TaskInline(admin.TabularInline):
 
 @admin.register(Job)
 class JobAdmin(ReadOnlyAdmin):
-    """Read-only, except the log archive cap, which a superuser may set per job (issue 16, point 5)."""
+    """Read-only, except the log archive cap, which a superuser may set per job."""
 
     list_display = ["name", "display_name", "owner", "phase", "attempt", "stopped", "created_at", "finished_at"]
     list_filter = ["phase", "stopped"]
@@ -65,3 +68,29 @@ class PodAdmin(ReadOnlyAdmin):
     list_display = ["name", "task", "node", "ip", "phase", "restart_count", "exit_code", "started_at"]
     list_filter = ["phase"]
     search_fields = ["name", "task__name", "node"]
+
+
+class UserJobsAdmin(admin.ModelAdmin):
+    """A user's jobs (the newest 50, linked to their pages) on their page in the back office; ``launcher.admin``
+    mixes it into the user admin."""
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*super().get_readonly_fields(request, obj), "user_jobs"]
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = list(super().get_fieldsets(request, obj))
+        if obj is not None:
+            fieldsets.append((_("Jobs"), {"fields": ["user_jobs"]}))
+        return fieldsets
+
+    @admin.display(description=_("jobs of this user"))
+    def user_jobs(self, obj):
+        jobs = Job.objects.filter(owner=obj).order_by("-created_at")[:50]
+        return (
+            format_html_join(
+                " ",
+                '<a href="{}"><code>{}</code></a> {}',
+                ((reverse("jobs:detail", args=[j.name]), j.name, j.get_phase_display()) for j in jobs),
+            )
+            or "—"
+        )

@@ -20,7 +20,7 @@ urlpatterns = [
     path("log-archives/<str:archive_id>/logs/", LogArchiveLogView.as_view(), name="api-log-archive-log"),
 ]
 
-# Diagnosis, run check and metrics (H8).
+# Diagnosis, run check and metrics.
 from jobs.api import diagnosis as diagnosis_api  # noqa: E402
 
 urlpatterns += diagnosis_api.urlpatterns

@@ -60,7 +60,7 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        # Every column the job lists (pages, API, back office) order or filter by (issue 18): newest first, alone
+        # Every column the job lists (pages, API, back office) order or filter by: newest first, alone
         # or within one phase / one owner. The name search has PostgreSQL trigram indexes (migration 0006).
         indexes = [
             models.Index(fields=["-created_at"], name="job_created_idx"),
@@ -136,7 +136,7 @@ class Pod(models.Model):
     message = models.TextField(_("message"), blank=True)
     container_state = models.JSONField(_("container state"), default=dict, blank=True)
     # What the runtime last reported, hashed (``jobs.observe.sync.fingerprint``): a steady sync cycle compares
-    # it with the new report and leaves the rows of unchanged running jobs unread (issue 11).
+    # it with the new report and leaves the rows of unchanged running jobs unread.
     fingerprint = models.CharField(_("fingerprint"), max_length=32, blank=True, default="")
     restart_count = models.PositiveIntegerField(_("restarts"), default=0)
     exit_code = models.IntegerField(_("exit code"), null=True, blank=True)
@@ -173,7 +173,7 @@ class RowValuesJSONField(models.JSONField):
 
 
 class PodLogScan(models.Model):
-    """The stored scan of one Worker's log (issue 18), for the Diagnosis tab and the Run check: what
+    """The stored scan of one Worker's log, for the Diagnosis tab and the Run check: what
     ``jobs.observe.log_markers.ScanState`` keeps of the log read so far, brought up to date incrementally by
     ``jobs.observe.log_scans`` (only what was appended since ``cursor`` is read and fed).
 
@@ -200,4 +200,4 @@ class PodLogScan(models.Model):
         return f"{self.pod_id}@{self.cursor}"
 
 
-from jobs.models_metrics import MetricSample  # noqa: E402,F401  (issue 7 metrics; own module)
+from jobs.models_metrics import MetricSample  # noqa: E402,F401  (the Metrics tab's samples; own module)

@@ -1,9 +1,9 @@
-"""Resource usage samples of Workers (issue 7: CPU and memory per Worker, shown as small charts).
+"""Resource usage samples of Workers: CPU and memory per Worker, shown as small charts on the Metrics tab.
 
-Kept in its own module (imported at the bottom of ``jobs.models``) so the metrics owner does not edit the core
-models. A sample is what ``Runtime.pod_metrics()`` reported for one Pod at one time: CPU in cores, memory in
-bytes; ``None`` when the runtime did not report that value (shown as "not available", never as 0). The sync keeps a
-small ring per Pod (``jobs.observe.metrics.RING_SIZE`` newest samples).
+Kept in its own module (imported at the bottom of ``jobs.models``) so the core models stay small. A sample is what
+``Runtime.pod_metrics()`` reported for one Pod at one time: CPU in cores, memory in bytes; ``None`` when the runtime
+did not report that value (shown as "not available", never as 0). The sync keeps a small ring per Pod
+(``jobs.observe.metrics.RING_SIZE`` newest samples).
 """
 
 from __future__ import annotations

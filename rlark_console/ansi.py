@@ -1,6 +1,6 @@
 """ANSI escape sequences -> safe HTML for the Logs tab, or stripped for the logs API (``?ansi=strip``).
 
-Rule (issue 6, peers 5.2 "Escaping"): log text is untrusted. Every text segment is
+Rule (peers 5.2 "Escaping"): log text is untrusted. Every text segment is
 HTML-escaped *before* it is wrapped in a ``<span>``; the only markup we emit is spans whose
 class names and inline colours are computed from integers we parsed, never copied from
 the input. Non-SGR escape sequences (cursor moves, erase, OSC titles/hyperlinks) and
@@ -134,7 +134,7 @@ def strip_ansi(line: str) -> str:
 
 
 def strip_text(text: str) -> str:
-    """A whole log without escape sequences, line by line (issue 14.6: the plain-text links).
+    """A whole log without escape sequences, line by line (what the Logs tab's plain-text links serve).
 
     Each line is what :func:`strip_ansi` shows (a carriage-return progress bar keeps its last
     state); line breaks and a final newline are kept."""

@@ -1,4 +1,4 @@
-"""One rule for times in the API (issue 14.8): every datetime is ISO 8601 in UTC, written with ``Z``.
+"""One rule for times in the API: every datetime is ISO 8601 in UTC, written with ``Z``.
 
 Serializer fields render in the active time zone (``+08:00`` with ``TIME_ZONE = Asia/Shanghai``) and services
 call ``isoformat()`` on UTC values (``+00:00``); :class:`UTCJSONRenderer` (the API's renderer) normalises both,

@@ -17,7 +17,7 @@ app.autodiscover_tasks()
 if not {"pickle", "application/x-python-serialize"} & set(app.conf.accept_content):
     # ``make run`` starts the worker as root on one machine (the local runtime needs root for its namespaces and
     # runs every Worker as an unprivileged uid). Celery only refuses root when it would unpickle messages; this
-    # console accepts JSON only, so its "superuser privileges" warning would be noise on every start (issue 14.13).
+    # console accepts JSON only, so its "superuser privileges" warning would be noise on every start.
     warnings.filterwarnings(
         "ignore", message="You're running the worker with superuser privileges", category=SecurityWarning
     )

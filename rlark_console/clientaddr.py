@@ -5,7 +5,7 @@ Origin check (the forwarded scheme).
 The header is read from the right: starting at the TCP peer, while the current hop is a trusted proxy, step to
 the address that proxy says it saw. The result is the address the nearest trusted proxy saw (the first
 untrusted hop from the right); made-up entries a client puts on the left are never reached. With no trusted
-proxies the TCP peer is the client, whatever the headers say. Source: issue 16 (Major 3).
+proxies the TCP peer is the client, whatever the headers say.
 
 The ASGI server must NOT rewrite the peer from the headers itself (daphne runs without ``--proxy-headers``).
 """

@@ -1,5 +1,5 @@
-"""A CPU budget per HTTP request (issue 16, Major 2: "no single request can hold a worker for more than a few
-seconds of CPU").
+"""A CPU budget per HTTP request: no single request can hold a worker for more than a few seconds of
+CPU.
 
 Inputs are bounded before use (sizes, ``num_nodes``, linear patterns), so no request should come near the budget;
 this is the backstop for what a bound missed. While a request runs, a watchdog thread of the process reads the

@@ -37,7 +37,7 @@ DECRYPTED_CACHE_SIZE = 256  # distinct ciphertexts kept decrypted per process (a
 
 @lru_cache(maxsize=DECRYPTED_CACHE_SIZE)
 def _decrypt_token(key_material: str, token: str) -> str:
-    """Fernet-decrypt ``token``, once per process per (key, ciphertext) (issue 18: a kubeconfig was decrypted on
+    """Fernet-decrypt ``token``, once per process per (key, ciphertext) (uncached, a kubeconfig is decrypted on
     every load of its Cluster row, 4,020 times for one Diagnosis tab). A credential rotation stores a new
     ciphertext (Fernet tokens carry a fresh IV), so it misses this cache and the new secret is used at once; a
     changed ``RLARK_ENCRYPTION_KEY`` misses it too. Failures are not cached (``lru_cache`` keeps no exceptions)."""

@@ -1,4 +1,4 @@
-"""Request bodies every API view can rely on (issue 16, Minor 8: odd JSON must be a 400, never a 500).
+"""Request bodies every API view can rely on (odd JSON must be a 400, never a 500).
 
 - ``rlark_console.jsontext.loads`` parses JSON of bounded nesting depth: ``[[[[...]]]]`` 10,000 deep is a
   ``ValueError``, not a RecursionError.

@@ -1,7 +1,7 @@
 """JSON text with bounded nesting, without Django (used by ``jobs.jobspec`` and the API parsers).
 
 :func:`loads` checks the nesting depth with a linear scan BEFORE ``json.loads`` recurses, so ``[[[[...]]]]``
-10,000 deep is a ``ValueError`` and not a RecursionError (a 500). Source: issue 16 (Minor 8).
+10,000 deep is a ``ValueError`` and not a RecursionError (a 500).
 """
 
 from __future__ import annotations

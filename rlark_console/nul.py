@@ -1,4 +1,4 @@
-"""No NUL characters in requests (issue 16, Minor 8: odd input is a 400, never a 500).
+"""No NUL characters in requests (odd input is a 400, never a 500).
 
 PostgreSQL text and jsonb cannot store U+0000, so a NUL anywhere in a path, query string, form field or JSON
 string used to reach the database and fail there with a 500. One middleware refuses paths, query strings and

@@ -1,7 +1,7 @@
 """Websocket Origin check: scheme, host AND port of the browser's ``Origin`` must equal the request's own
 origin (its ``Host`` header, itself in ALLOWED_HOSTS, with the connection's scheme) or one of
 ``CSRF_TRUSTED_ORIGINS`` (``https://*.example.com`` allows subdomains, as Django's CSRF check does).
-Another port or scheme on an allowed host is refused; so is a missing Origin. Source: issue 16 (Minor 8).
+Another port or scheme on an allowed host is refused; so is a missing Origin.
 
 The request's scheme is ``https`` for ``wss`` connections, or when a trusted proxy
 (``RLARK_TRUSTED_PROXIES``) says ``X-Forwarded-Proto: https``.

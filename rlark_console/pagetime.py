@@ -1,4 +1,4 @@
-"""One time zone per page, labelled (issue 14.8): pages show times in the active zone (the server's
+"""One time zone per page, labelled: pages show times in the active zone (the server's
 ``TIME_ZONE`` unless a request activates another) with its abbreviation, e.g. ``2026-12-01 22:40:17 CST``.
 
 ``label(value)`` formats a datetime (or an ISO 8601 string) that way; ``page_time_zone`` (a context processor)

@@ -1,4 +1,4 @@
-"""One pagination parameter set for every API collection (issue 18; docs/api-standards.md).
+"""One pagination parameter set for every API collection (docs/api-standards.md).
 
 ``limit`` (rows, 1..``MAX_LIMIT``, default ``DEFAULT_LIMIT``) and ``offset`` (rows skipped, >= 0); ``page_size``
 is accepted as another name for ``limit`` (it used to be silently ignored). A value that is not a whole number in

@@ -1,6 +1,6 @@
 """The one rule for ``next`` parameters: follow it only to this host (Django's url_has_allowed_host_and_scheme,
 https required on https requests), else go to ``fallback``. ``//evil.example/``, ``https://evil.example``,
-``/\\evil.example`` and ``javascript:`` all fall back. Source: issue 16 (Minor 8)."""
+``/\\evil.example`` and ``javascript:`` all fall back."""
 
 from __future__ import annotations
 

@@ -96,7 +96,7 @@ MIDDLEWARE = [
     "accounts.middleware.LoginRequiredMiddleware",
 ]
 
-ROOT_URLCONF = "rlark_console.urls"
+ROOT_URLCONF = "launcher.urls"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
@@ -114,8 +114,8 @@ TEMPLATES = [
         },
     },
 ]
-WSGI_APPLICATION = "rlark_console.wsgi.application"
-ASGI_APPLICATION = "rlark_console.asgi.application"
+WSGI_APPLICATION = "launcher.wsgi.application"
+ASGI_APPLICATION = "launcher.asgi.application"
 
 DATABASES = {
     "default": dj_database_url.parse(

@@ -1,4 +1,4 @@
-"""The web tier: several daphne processes sharing one listening socket, sized by cores (issue 18).
+"""The web tier: several daphne processes sharing one listening socket, sized by cores.
 
 Django runs a synchronous view of one ASGI process in one thread (``thread_sensitive``), so a single daphne
 served requests one at a time: 8 connections were barely faster than 1, and one user's slow request (a hung
@@ -98,7 +98,7 @@ def port_holders(port: int) -> list[str]:
     return sorted(set(out))
 
 
-def daphne_command(fd: int, application: str = "rlark_console.asgi:application") -> list[str]:
+def daphne_command(fd: int, application: str = "launcher.asgi:application") -> list[str]:
     """One worker: daphne on the inherited listening socket ``fd``, with the request body limit of
     ``rlark_console.daphne_worker``. No ``--proxy-headers``: forwarded headers are believed only from
     ``RLARK_TRUSTED_PROXIES`` (rlark_console/clientaddr.py)."""

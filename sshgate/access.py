@@ -1,4 +1,4 @@
-"""Who may use the bastion and which Worker a ``<pod>:22`` names (issue 12 "Authentication", "Authorization").
+"""Who may use the bastion and which Worker a ``<pod>:22`` names.
 
 - A key authenticates user ``U`` only while it is one of U's registered keys (``sshkeys.SSHPublicKey``, looked up
   at every authentication, so a deleted key stops working at once) and U is active. No passwords.

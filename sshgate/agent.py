@@ -1,6 +1,6 @@
 """The small Python program the bastion runs inside a Worker, through the runtime's exec.
 
-Why a program of our own rather than an ``sshd``/``sftp-server`` in the image (issue 12 "No sshd in the image"):
+Why a program of our own rather than an ``sshd``/``sftp-server`` in the image:
 every Worker runs Ray, so ``python3`` is always there; nothing else can be assumed. The runtime's exec is a
 terminal (the local runtime's PTY, Kubernetes ``tty=true``), which mixes stderr into stdout, turns ``\\n`` into
 ``\\r\\n``, echoes input and has no end-of-file. So the program first switches its terminal to raw mode (no

@@ -1,4 +1,4 @@
-"""What users type to reach a Worker (issue 12 "What a user does"; upstream 4.7 bastion command).
+"""What users type to reach a Worker (upstream 4.7 bastion command).
 
 The address shown is ``RLARK_SSH_PUBLIC_HOST`` / ``RLARK_SSH_PUBLIC_PORT`` when set (the name users reach the
 bastion by, e.g. behind a load balancer), else the host of the page's own URL and ``RLARK_SSH_PORT``.

@@ -1,4 +1,4 @@
-"""Host keys of the bastion and of every Worker it stands in for (issue 12: generated once, kept in ``var/``).
+"""Host keys of the bastion and of every Worker it stands in for (generated once, kept in ``var/``).
 
 ``var/ssh/bastion_ed25519`` is the bastion's own key (its fingerprint is on the SSH keys page);
 ``var/ssh/workers/<pod>_ed25519`` is the key the bastion presents as Worker ``<pod>`` (the inner SSH connection of

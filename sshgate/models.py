@@ -1,4 +1,4 @@
-"""One audit row per SSH session through the bastion (issue 12 "Audit").
+"""One audit row per SSH session through the bastion.
 
 Recorded: user, key fingerprint, job, Worker, start and end, exit code, bytes in and out, forwarded ports.
 Never the commands. ``ended_at`` is NULL while the session is connected (the job page's "connected now").

@@ -1,4 +1,4 @@
-"""The SSH bastion (issue 12), on asyncssh.
+"""The SSH bastion, on asyncssh.
 
 Two SSH servers in one process:
 

@@ -1,6 +1,6 @@
-"""Adding keys for another user and pasting a whole ``authorized_keys`` file (issue 15 point 8).
+"""Adding keys for another user and pasting a whole ``authorized_keys`` file.
 
-Rules (upstream-rlark 11 "RLark Console goes further", issue 15):
+Rules (upstream-rlark 11 "RLark Console goes further"):
 
 * ``resolve_owner(actor, username)``: no user name, or the actor's own -> the actor. Another user's name is
   honoured for staff only; anyone else gets :class:`OwnerForbidden` (HTTP 403), never a silent fallback to

@@ -1,6 +1,6 @@
 """SSH public keys: parsing, validation, fingerprints and per-user storage.
 
-Rules (issue 8 "SSH public keys", seed 04 第二步, upstream-rlark 11 "RLark Console goes further"):
+Rules (seed 04 第二步, upstream-rlark 11 "RLark Console goes further"):
 
 * accepted types: ``ssh-ed25519``, ``ecdsa-sha2-nistp256|384|521``, ``sk-ssh-ed25519@openssh.com``,
   ``sk-ecdsa-sha2-nistp256@openssh.com`` and ``ssh-rsa`` with at least 2048 bits;
@@ -31,6 +31,7 @@ from django.db.models import QuerySet
 from django.utils.translation import gettext as _
 
 from accounts import audit
+from sshkeys import signals
 from sshkeys.models import SSHPublicKey
 
 MIN_RSA_BITS = 2048
@@ -300,21 +301,12 @@ def selected_keys(user, key_ids) -> list[SSHPublicKey]:
 
 def jobs_using_keys(user, keys) -> dict[int, list[str]]:
     """``{key id: [job names]}``: the jobs ``user`` may see whose ``spec.sshPublicKeys`` carries each key (the
-    rotation step "update your jobs to use the new key", seed 04). Jobs in every phase are listed."""
-    from jobs.policy import visible_jobs
-
-    by_line = {k.key: k.pk for k in keys}
+    rotation step "update your jobs to use the new key", seed 04). Jobs in every phase are listed; asked of the
+    jobs app (``signals.key_users``)."""
     out: dict[int, list[str]] = {k.pk: [] for k in keys}
-    if not by_line:
-        return out
-    for name, spec in visible_jobs(user).values_list("name", "spec"):
-        lines = (spec or {}).get("sshPublicKeys") or []
-        if isinstance(lines, str):
-            lines = [lines]
-        for line in lines:
-            normalized = " ".join(str(line).split()[:2])
-            if normalized in by_line and name not in out[by_line[normalized]]:
-                out[by_line[normalized]].append(name)
+    for _receiver, answer in signals.key_users.send(sender=SSHPublicKey, user=user, keys=list(keys)):
+        for key_id, names in (answer or {}).items():
+            out[key_id].extend(n for n in names if n not in out[key_id])
     return out
 
 

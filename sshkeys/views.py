@@ -28,7 +28,7 @@ def key_list(request):
             error = exc
             status = 409 if isinstance(exc, services.DuplicateKeyError) else 400
             if exc.code == "ssh_key_private":
-                form["key"] = ""  # a private key is never echoed back into the page (issue 14.11)
+                form["key"] = ""  # a private key is never echoed back into the page
                 cleared = True
         else:
             messages.success(request, _("Key “%(name)s” added: %(fp)s") % {"name": key.name, "fp": key.fingerprint})

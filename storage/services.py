@@ -1,6 +1,6 @@
 """Storage classes per cluster and image registry credentials.
 
-Sources: issue 8 "Storage" and "Image registries", seed 03 (host directories need admin confirmation),
+Sources: seed 03-onboard-existing-rlinf-workload.txt (host directories need admin confirmation),
 upstream-rlark 13 and 14 ("RLark Console goes further": secrets encrypted, never returned).
 
 Storage classes (model ``storage.models.StorageClass``):

@@ -1,7 +1,7 @@
 """Websocket consumers: live job logs and the WebTerminal.
 
 Both authenticate the session (``AuthMiddlewareStack``; scheme, host and port of the Origin are checked by
-``rlark_console.origin.OriginValidator`` in ``rlark_console.asgi``), authorise the job through
+``rlark_console.origin.OriginValidator`` in ``launcher.asgi``), authorise the job through
 ``jobs.policy`` (via :mod:`terminal.services.access`) on connect, i.e. on every reconnect,
 and re-check periodically. Refusals are accepted-then-closed with an application close code
 and a human reason the page shows. Because daphne drops the close frame's reason text, every close

@@ -1,5 +1,6 @@
-"""DirRuntime: the demo console's runtime (``terminal.demo``), a small, real :class:`~clusters.runtime.base.Runtime`
-that serves the Logs tab and WebTerminal without a cluster (the demo, its browser tests, the bench, screenshots).
+"""DirRuntime: the demo console's runtime (``launcher.terminal_demo``), a small, real
+:class:`~clusters.runtime.base.Runtime` that serves the Logs tab and WebTerminal without a cluster (the demo, its
+browser tests, the bench, screenshots).
 
 It is a genuine data plane, not a mock: each "Pod" has a directory with one log file per
 container instance (``<root>/<namespace>/<pod>/log.<restart>``) and a working directory;
@@ -220,7 +221,7 @@ class DirRuntime(Runtime):
             fh.write(data.encode() if isinstance(data, str) else data)
 
     def add_container(self, namespace: str, pod: str, name: str, kind: str = "sidecar") -> None:
-        """Give ``pod`` another container (issue 14.6b): its own log file ``<name>.log`` and working directory."""
+        """Give ``pod`` another container: its own log file ``<name>.log`` and working directory."""
         p = self._pod(namespace, pod)
         p.containers[name] = kind
         (self.pod_dir(namespace, pod) / f"{name}.log").touch()

@@ -1,4 +1,4 @@
-"""Websocket routes of the terminal app (collected by ``rlark_console.routing``)."""
+"""Websocket routes of the terminal app (collected by ``launcher.routing``)."""
 
 from django.urls import path
 

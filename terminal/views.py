@@ -52,7 +52,7 @@ async def download_log(request, job: str):
     target = next((t for t in targets if t.pod == pod), None)
     if target is None:
         raise Http404("pod not found")
-    target = target.with_container(request.GET.get("container", "main"))  # issue 14.6b
+    target = target.with_container(request.GET.get("container", "main"))
     try:
         first, rest = await in_thread(logs.open_download, target, previous)
     except PodNotFound:

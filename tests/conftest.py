@@ -165,8 +165,8 @@ class ConsoleServer:
         self.var_dir = state_dir_outside_tmp(tmp)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.ssh_port = free_port()  # the SSH bastion (sshgate, issue 12)
-        self.relay_port = free_port()  # the network-domain relay (issue 13)
+        self.ssh_port = free_port()  # the SSH bastion (sshgate)
+        self.relay_port = free_port()  # the network-domain relay
         self.env = {
             **os.environ,
             "RLARK_VAR_DIR": str(self.var_dir),

@@ -1,4 +1,4 @@
-"""Seed a fleet of jobs straight into the database, as reconcile and sync would leave them (issue 18 scale).
+"""Seed a fleet of jobs straight into the database, as reconcile and sync would leave them, at fleet scale.
 
 Each job is a Header (1 Worker) + a rollout role (2 Workers): 2 Tasks and 3 Pods per job, so 10,000 jobs are
 20k Tasks and 30k Pods, the fleet the issue measured. ``bulk_create`` in batches; used by ``bench/lists.py`` and

@@ -1,5 +1,5 @@
 """Helpers of the terminal, console and browser tests: a logged-in session and a websocket client against the real
-ASGI application, and the demo console (``python -m terminal.demo``, on :mod:`terminal.demo_runtime`) as a
+ASGI application, and the demo console (``python -m launcher.terminal_demo``, on :mod:`terminal.demo_runtime`) as a
 subprocess with its login."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from rlark_console.asgi import application
-from terminal.demo_users import PASSWORD
+from launcher.asgi import application
+from launcher.demo_users import PASSWORD
 
 
 def wait_for(predicate, timeout: float = 5.0, interval: float = 0.02) -> bool:
@@ -53,7 +53,7 @@ def ws_communicator(
 
 
 class DemoConsole:
-    """``python -m terminal.demo`` as a subprocess (own database and DirRuntime in ``base``)."""
+    """``python -m launcher.terminal_demo`` as a subprocess (own database and DirRuntime in ``base``)."""
 
     def __init__(self, base: Path, interval: float = 1.0, lines: int = 0) -> None:
         import socket
@@ -77,7 +77,7 @@ class DemoConsole:
         env.pop("DATABASE_URL", None)
         self.log = open(self.base / "demo.log", "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "terminal.demo", *self.args],
+            [sys.executable, "-m", "launcher.terminal_demo", *self.args],
             cwd=root,
             env=env,
             stdout=self.log,

@@ -1,1 +1,1 @@
-"""REST API of the clusters app: clusters, nodes, node match view, cordon/uncordon (issue 5)."""
+"""REST API of the clusters app: clusters, nodes, node match view, cordon/uncordon."""

@@ -69,7 +69,7 @@ class NodeInfo:
 
 @dataclasses.dataclass(frozen=True)
 class StorageClassInfo:
-    """A StorageClass as the cluster itself reports it (issue 15 point 6).
+    """A StorageClass as the cluster itself reports it.
 
     Kubernetes: ``storage.k8s.io/v1`` StorageClass (``provisioner``; ``default`` from the annotation
     ``storageclass.kubernetes.io/is-default-class``). Local runtime: a directory ``storage/<cluster>/<class>/``
@@ -315,7 +315,7 @@ class Runtime(abc.ABC):
         """Current CPU (cores) and memory (bytes) per Pod name, or None if not available."""
         return None
 
-    # --- per-cluster calls of the status sync (issue 11: the cost must not grow with the jobs) -------------
+    # --- per-cluster calls of the status sync (their cost must not grow with the jobs) ------------------
 
     def prepare_for_thread(self) -> None:
         """Load now whatever the runtime would read from the database, so that its calls can then run in a

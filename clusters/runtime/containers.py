@@ -1,4 +1,4 @@
-"""The containers of a Pod as the runtimes report them (issue 14.6b: the Logs tab's and WebTerminal's container picker).
+"""The containers of a Pod as the runtimes report them (for the Logs tab's and WebTerminal's container picker).
 
 Kinds (Kubernetes terms): ``main`` (the Worker's container, always first), ``container`` (another regular container),
 ``sidecar`` (a native sidecar: an init container with ``restartPolicy: Always``, Kubernetes >= 1.28, e.g. the domain

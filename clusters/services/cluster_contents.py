@@ -1,6 +1,5 @@
 """A cluster's namespaces and StorageClasses as the cluster itself reports them, next to the console's own
-records (issue 15 point 6: "a cluster's page lists its namespaces, its StorageClasses ... where the runtime
-reports them").
+records, for the cluster's page.
 
 Read through the runtime interface (``Runtime.list_namespaces`` / ``list_storage_classes``: the Kubernetes API,
 or the local runtime's supervisor and state directory), then merged with what the console manages:

@@ -1,4 +1,4 @@
-"""What a cluster's back-office page shows besides its settings (issue 15 point 6).
+"""What a cluster's back-office page shows besides its settings.
 
 - Health history: ``Cluster.last_sync_at``, ``last_error``/``last_error_at`` and ``offline_since`` (written by
   ``clusters.services.node_sync``), and the finished :class:`~clusters.models.ClusterOutage` periods.

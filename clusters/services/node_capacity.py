@@ -1,4 +1,4 @@
-"""Capacity figures of nodes computed in the database, for the back office's nodes view (issue 15 point 5).
+"""Capacity figures of nodes computed in the database, for the back office's nodes view.
 
 ``with_capacity(queryset)`` annotates every Node with (one query for any page size, no per-row queries):
 

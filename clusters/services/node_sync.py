@@ -1,6 +1,6 @@
-"""Node sync: mirror each cluster's nodes into the ``Node`` table (issue 5, upstream-rlark 10.1-10.2).
+"""Node sync: mirror each cluster's nodes into the ``Node`` table (upstream-rlark 10.1-10.2).
 
-``sync_cluster_nodes(cluster)`` is called by the Celery beat task for every cluster (builder H4) and right
+``sync_cluster_nodes(cluster)`` is called by the Celery beat task for every cluster and right
 after registration. Rules:
 
 - One cluster's failure never affects another: every exception is caught and turns *that* cluster
@@ -119,7 +119,7 @@ def _set_cluster(cluster: Cluster, status: str, message: str, now) -> None:
     if cluster.status_message != message:
         cluster.status_message = message
         fields.append("status_message")
-    if cluster.offline_since is not None:  # back after an outage: one history row (issue 15 point 6)
+    if cluster.offline_since is not None:  # back after an outage: one history row
         ClusterOutage.objects.create(
             cluster=cluster, started_at=cluster.offline_since, ended_at=now, reason=cluster.last_error[:2000]
         )
@@ -139,9 +139,7 @@ def mark_offline(cluster: Cluster, message: str) -> None:
         fields["status"] = cluster.status = Cluster.Status.OFFLINE
     if cluster.status_message != message:
         fields["status_message"] = cluster.status_message = message
-    if (
-        fields or cluster.offline_since is None
-    ):  # health history: the last error and when the offline period began (issue 15 point 6)
+    if fields or cluster.offline_since is None:  # health history: the last error and when the offline period began
         fields["last_error"] = cluster.last_error = message
         fields["last_error_at"] = cluster.last_error_at = timezone.now()
         if cluster.offline_since is None:

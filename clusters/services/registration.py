@@ -1,4 +1,4 @@
-"""Cluster registration and node administration (issue 5).
+"""Cluster registration and node administration.
 
 ``register_cluster(data, actor=None, request=None) -> Cluster`` is shared by ``POST /api/v1/clusters/`` and
 the admin back office. Input shape::
@@ -110,7 +110,7 @@ def register_cluster(data: dict, actor=None, request=None, *, test: bool = True)
     """Create a cluster from ``data`` (shape in the module docstring). Raises RegistrationError.
 
     The connection test runs before the transaction opens: a hung API server must not hold a database
-    transaction (on SQLite, ``BEGIN IMMEDIATE`` is the write lock every other request waits on; issue 18)."""
+    transaction (on SQLite, ``BEGIN IMMEDIATE`` is the write lock every other request waits on)."""
     clean = validate_cluster_fields(data)
     if clean["runtime"] == Cluster.Runtime.KUBERNETES:
         if _isolated_value(data.get("isolated_network")):
@@ -175,7 +175,7 @@ def _isolated_value(value: Any) -> bool:
 
 
 def _isolated(value: Any) -> bool:
-    """``isolated_network`` of a local cluster (issue 13 point 1); refused when this machine cannot build one."""
+    """``isolated_network`` of a local cluster; refused when this machine cannot build one."""
     if not _isolated_value(value):
         return False
     check_isolated_network()

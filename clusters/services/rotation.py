@@ -1,4 +1,4 @@
-"""Rotate a cluster's kubeconfig or token without downtime (issue 15 point 7).
+"""Rotate a cluster's kubeconfig or token without downtime.
 
 ``rotate_credentials(cluster, kubeconfig=..., token=..., actor=...)``:
 

@@ -1,4 +1,4 @@
-"""Diagnosis, run check and metrics of a Job over the REST API (issue 7). 404 for jobs the user may not see.
+"""Diagnosis, run check and metrics of a Job over the REST API. 404 for jobs the user may not see.
 
 - ``GET  /api/v1/jobs/{name}/diagnosis/``: ``{"multiHead", "findings": [...], "workers": [...], "pending":
   {role: [{code, role, pod, resource, message}]}, "asOf", "refreshing"}``

@@ -1,4 +1,4 @@
-"""Kept logs of deleted jobs (issue 16, point 5; ``jobs.control.log_archive``).
+"""Kept logs of deleted jobs (``jobs.control.log_archive``).
 
 - ``GET /api/v1/log-archives/``: ``[{"id", "job", "owner", "deletedAt", "expiresAt", "capBytes", "cut": [..],
   "files": [{"pod", "previous", "bytes"}]}]``, the archives the user may read (staff: all; others: their own

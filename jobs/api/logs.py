@@ -5,7 +5,7 @@
   ``all`` or 0 for everything up to 100000 lines.
 - ``previous``: ``true`` for the previous container instance (where there is one).
 - ``ansi``: ``raw`` (default: the bytes the program wrote, colour codes included) or ``strip``
-  (text without ANSI escape sequences; what the Logs tab's plain-text links use, issue 14.6).
+  (text without ANSI escape sequences; what the Logs tab's plain-text links use).
 
 Answers ``text/plain; charset=utf-8``; 404 for a job the user may not see (``jobs.policy``),
 for a Pod that is not one of the job's Workers, or for a log that does not exist (any more);

@@ -1,4 +1,4 @@
-"""Job REST API (issue 3). Every write goes through ``jobs.control.submission`` (the one validator) and
+"""Job REST API. Every write goes through ``jobs.control.submission`` (the one validator) and
 ``jobs.control.controller``; permissions through ``jobs.policy`` (others' jobs are 404).
 
 Bodies: a Job as JSON or YAML (``Content-Type: application/yaml``), or JSON ``{"document": {...} | "yaml": "...",

@@ -74,7 +74,7 @@ def job_lock(job_id: int) -> Iterator[None]:
     replica and Celery worker shares it; a process that dies releases it with its connection), so what the
     block writes still commits at once, step by step (reconcile records its intent before each runtime call).
     An in-process ``RLock`` is taken as well (re-entrant; the only lock on SQLite, where one process serves).
-    Issue 16, Major 7."""
+    Many replicas, no double work."""
     lock = _local_lock(job_id)
     with lock:
         if not _pg():

@@ -1,5 +1,6 @@
 """The log archive: the full ``main`` log of every Worker instance, gzip-compressed, kept after Stop and
-after Delete (issue 16, point 5; the seeds ask users to keep a run's logs as its record).
+after Delete (seeds 02-confirm-job-running.txt and 05-troubleshooting-jobs-workers.txt ask users to keep a run's
+logs as its record).
 
 Layout under ``VAR_DIR/logs`` (directories 0700, files 0600)::
 

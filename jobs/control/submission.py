@@ -20,6 +20,7 @@ from accounts.audit import record
 from clusters.runtime.local import tenancy
 from jobs import policy
 from jobs.control import controller
+from jobs.control import tenancy as local_occupants
 from jobs.jobspec.document import (
     DISPLAY_NAME,
     RESTARTED_AT,
@@ -106,7 +107,7 @@ def _single_user_problems(document: dict, user, exclude_job: Job | None) -> list
         if isinstance(t, dict) and isinstance(t.get("cluster"), str) and t["cluster"]:
             first.setdefault(t["cluster"], i)
     for name, i in first.items():
-        others = tenancy.occupants(name, user, exclude_job=exclude_job)
+        others = local_occupants.occupants(name, user, exclude_job=exclude_job)
         if others:
             params = {"cluster": name, "users": ", ".join(others)}
             problems.append(Problem(f"spec.tasks[{i}].cluster", "local_cluster_single_user", params))
@@ -191,7 +192,7 @@ def update_job(
     ``patch=True``: ``document_or_text`` is a JSON merge patch, applied to the document as stored *now*, under
     the Job row's lock, so concurrent edits of different fields and a concurrent stop/start are never lost
     (adding annotation ``rlark.io/restarted-at`` restarts). A ``spec.stopped`` the request leaves as the caller
-    read it keeps the job's current state (issue 16, Major 7: no lost update across replicas).
+    read it keeps the job's current state (no lost update across replicas).
 
     The name cannot change (``job_name_mismatch``). Existing labels and annotations are kept unless the new
     document sets them (upstream PUT dropped them). The resources the job's own Workers hold are not counted

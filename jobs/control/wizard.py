@@ -1,7 +1,6 @@
 """The job creation wizard's state and its pure mapping to and from a Job document.
 
-Source: upstream-rlark 7 (steps, templates, defaults, role mapping 7.4, clone/edit prefill 7.5) and the document
-fields RLark Console adds (docs/api-and-cli.md).
+Source: upstream-rlark 7 (steps, templates, defaults, role mapping 7.4, clone/edit prefill 7.5).
 The wizard never validates or renders by itself: ``to_document`` builds the plain Job document and the
 caller hands it to ``jobs.jobspec.validator.validate`` / ``jobs.jobspec.document.render_yaml`` /
 ``jobs.control.submission`` (the single source of truth). Names of templates, volumes and PVCs come from

@@ -1,5 +1,4 @@
-"""Diagnosis rule: the roles are in different clusters and the job has no network domain (upstream-rlark 12.4: only a
-network domain carries a Worker's traffic to another cluster).
+"""Diagnosis rule: the roles are in different clusters and the job has no network domain.
 
 When a Worker keeps waiting for the Ray head (``head_unreachable``), and the job's Tasks run in more than one
 cluster, and the job has no ``spec.domain``, the cause is known: clusters do not reach each other's Workers, so the

@@ -1,4 +1,4 @@
-"""Chart data of the Metrics tab (issue 14.12), drawn in the browser by Apache ECharts (``static/js/metrics.js``).
+"""Chart data of the Metrics tab, drawn in the browser by Apache ECharts (``static/js/metrics.js``).
 
 Shapes (JSON, numbers only; every label is text the page sets with ``textContent`` or ECharts' escaped tooltip):
 

@@ -54,7 +54,7 @@ from clusters import ray_auth
 from clusters.models import ImageRegistry
 from clusters.runtime.base import TaskManifest
 from clusters.selectors import parse_selector, values_of
-from jobs.jobspec import network_sidecar
+from domains import sidecar as network_sidecar
 from jobs.jobspec.layout import main_container, task_layout
 from jobs.jobspec.naming import head_service_name
 from storage.services import StorageError, match_registry, normalize_image, normalize_registry

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 RankErrors = (ValueError, AssertionError)
-# A range ``a-b`` is expanded into b-a+1 ints: refuse spans beyond this before allocating (issue 16). With
+# A range ``a-b`` is expanded into b-a+1 ints: refuse spans beyond this before allocating. With
 # ``available`` given, the bound check (<= num_nodes <= 10,000) already comes first.
 MAX_RANK_SPAN = 1 << 20
 

@@ -1,4 +1,4 @@
-"""Indexes for the job lists (issue 18): ``created_at`` alone and after ``phase`` / ``owner``, and on PostgreSQL
+"""Indexes for the job lists: ``created_at`` alone and after ``phase`` / ``owner``, and on PostgreSQL
 trigram GIN indexes for the case-insensitive name search (Django's ``icontains`` is ``UPPER(col::text) LIKE
 UPPER(%s)``, so the indexes are on that expression). Without the ``pg_trgm`` extension (no privilege to create it)
 the search indexes are skipped and the search scans, as before."""

@@ -29,8 +29,8 @@ def assign(jobs: list[Job], *, full: bool) -> int:
     """Allocate domain IPs for the live Pods of ``jobs`` and store them on the Pod rows.
 
     ``full``: ``jobs`` are all jobs that can have live Pods (a whole sync cycle), so addresses held
-    by Pods of console jobs that are not live any more are released, in every domain (issue 8: "IPs
-    are released when the Pod is deleted"); addresses recorded for names that are no console job
+    by Pods of console jobs that are not live any more are released, in every domain (an address
+    is released when its Pod is deleted); addresses recorded for names that are no console job
     (entered by an administrator) are left alone. Otherwise (one job after an action) addresses are
     only added. Returns the number of Pod rows whose ``domain_ip`` changed.
     """
@@ -67,7 +67,7 @@ def assign(jobs: list[Job], *, full: bool) -> int:
             changed.append(pod)
     if changed:
         Pod.objects.bulk_update(changed, ["domain_ip"])
-    # issue 13: the isolated clusters' supervisors start the members' network agents; Kubernetes members get their
+    # The isolated clusters' supervisors start the members' network agents; Kubernetes members get their
     # Secrets (one query when there is nothing to publish)
     dataplane.publish()
     return len(changed)

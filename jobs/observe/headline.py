@@ -1,4 +1,4 @@
-"""The one status headline of a job and the labels that depend on whether it has ended (issue 14.3 and 14.9).
+"""The one status headline of a job and the labels that depend on whether it has ended.
 
 Every page that shows a job's state asks :func:`job_headline` (the detail header, the jobs list), so a state has
 exactly one headline, and the stored ``message`` is shown below it only when it says something the headline does

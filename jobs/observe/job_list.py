@@ -1,4 +1,4 @@
-"""Worker counts for the rows of one job-list page (issue 18: aggregate Task counts only for the page shown).
+"""Worker counts for the rows of one job-list page: Task counts are aggregated only for the page shown.
 
 Paging the plain ``Job`` queryset first and aggregating afterwards keeps the list's cost constant in the number
 of jobs: the ``COUNT(*)`` and the page's ``ORDER BY created_at LIMIT`` use the ``job_created_idx`` family of

@@ -1,5 +1,5 @@
 """The wrapper scripts' log markers, and the one scanner of them that sync, diagnosis, pending reasons and the
-run check share (issue 17: split out of ``diagnosis.py`` and ``sync.py``).
+run check share: one place knows the markers.
 
 Pure functions over log text; nothing here reads a database or a runtime.
 
@@ -206,7 +206,7 @@ BENIGN_RE = re.compile(
     r"Run script exited with code 0"
 )
 
-# Prefilters (issue 18: a 200-Worker Diagnosis ran 3 M regex searches). Each is one search that every line the
+# Prefilters (without them a 200-Worker Diagnosis ran 3 M regex searches). Each is one search that every line the
 # full patterns could match also matches, so a line of plain training output costs one search, not twenty:
 # - a literal every wrapper marker regex needs (``MARKERS``, in order);
 MARKER_LITERALS = (
@@ -361,7 +361,7 @@ def may_have_signature(text: str) -> bool:
     return bool(lines_with([text], SIGNATURE_WORDS, fold=True))
 
 
-# --- the scan (diagnosis, pending reasons, run check): incremental, stored per Pod instance (issue 18) --------
+# --- the scan (diagnosis, pending reasons, run check): incremental, stored per Pod instance -------------------
 
 # Bounds of a :class:`ScanState` (its JSON stays a few KiB whatever the log's size):
 KEEP_LINE = 500  # characters kept of every stored line (markers, first errors, signature and pattern hits)

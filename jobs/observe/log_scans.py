@@ -1,4 +1,4 @@
-"""Stored log scans of a Job's Workers (issue 18): the Diagnosis tab and the Run check read these, not 200 logs.
+"""Stored log scans of a Job's Workers: the Diagnosis tab and the Run check read these, not 200 logs.
 
 Each Worker Pod has one :class:`jobs.models.PodLogScan`: the ``log_markers.ScanState`` of its log so far, the Pod
 instance it belongs to (``<uid>:<restart count>``) and the runtime's read cursor. :func:`refresh` brings records

@@ -1,4 +1,4 @@
-"""Real runtime, restarts, Pod age, CPU/memory per Worker and TensorBoard scalars for the Metrics tab (issue 7).
+"""Real runtime, restarts, Pod age, CPU/memory per Worker and TensorBoard scalars for the Metrics tab.
 
 Rules (upstream-rlark 8.3/8.5 "goes further"; seed 02 notes that upstream's runtime and metrics are placeholders):
 
@@ -49,7 +49,7 @@ def record_pod_metrics(job, metrics: dict[str, dict[str, float]] | None, now: da
     """Store one reading per Pod of ``job`` from ``Runtime.pod_metrics()`` output
     (``{pod: {"cpu": cores, "memory": bytes}}``; missing keys stored as None). Pods not belonging to ``job`` are
     ignored. Trims each Pod's ring to ``RING_SIZE``. Returns the number of samples written. Same statements as
-    the sync's :func:`record_sync_samples` (issue 18: no SELECT per Pod)."""
+    the sync's :func:`record_sync_samples` (no SELECT per Pod)."""
     return record_sync_samples([job.pk], metrics or {}, now)
 
 
@@ -152,7 +152,7 @@ def record_sync_samples(job_ids, metrics: dict[str, dict[str, float]], now: date
         .filter(rank__gt=RING_SIZE)
         .values("pk")
     )
-    # one DELETE ... WHERE id IN (ranked subquery) per cycle (issue 18), not a SELECT of the old ids first
+    # one DELETE ... WHERE id IN (ranked subquery) per cycle, not a SELECT of the old ids first
     MetricSample.objects.filter(pk__in=ranked).delete()
     return len(rows)
 
@@ -209,7 +209,7 @@ def worker_metrics(job, now: datetime | None = None) -> list[WorkerMetrics]:
 
     now = now or timezone.now()
     if job.finished_at is not None and job.finished_at < now:
-        now = job.finished_at  # an ended job's Pod age stops at the end (issue 14.9)
+        now = job.finished_at  # an ended job's Pod age stops at the end
     samples: dict[str, list[MetricSample]] = {}
     for s in MetricSample.objects.filter(job=job).order_by("taken_at", "pk"):
         samples.setdefault(s.pod_name, []).append(s)
@@ -273,7 +273,7 @@ def tensorboard_source(job) -> TensorBoardSource:
     head = job.tasks.select_related("cluster").filter(head=True).first() or job.tasks.select_related("cluster").first()
     if head is None or head.cluster.runtime != "local":
         return TensorBoardSource(tb_dir, reason="not_local")
-    run_dir = run_path(job, tb_dir)  # only the current run's prefix (issue 14.2)
+    run_dir = run_path(job, tb_dir)  # only the current run's prefix
     if run_dir is None:
         return TensorBoardSource(tb_dir, reason="missing")
     host = next((h for t in ordered if (h := host_path_for(t, run_dir)) is not None), None)

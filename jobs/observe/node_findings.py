@@ -1,4 +1,4 @@
-"""Diagnosis rule: a Worker's node is under pressure or not Ready.
+"""Diagnosis rule: a Worker's node is under pressure.
 
 For each Worker Pod of the job placed on a node, the node's stored conditions (``clusters.node_health``)
 are read; a ``DiskPressure`` / ``MemoryPressure`` / ``PIDPressure`` / ``NetworkUnavailable`` that is True, or a

@@ -1,4 +1,4 @@
-"""The current run's output prefix (issue 14.2; seed 02-confirm-job-running.txt, check 5: "checkpoint 使用本次运行的
+"""The current run's output prefix (seed 02-confirm-job-running.txt, check 5: "checkpoint 使用本次运行的
 唯一前缀").
 
 Every Header Pod gets ``RLARK_RUN_ID`` = its Pod UID (``jobs.jobspec.manifests.injected_env``, downward API), so a

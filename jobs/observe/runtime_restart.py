@@ -1,4 +1,4 @@
-"""Workers that the runtime itself restarted (issue 16, point 4).
+"""Workers that the runtime itself restarted.
 
 When the local supervisor starts and finds Workers of its state gone (the host rebooted, or their
 process groups were killed while it was down), it restarts each container in place with ``last_reason``

@@ -100,7 +100,7 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def job_status(job: Job) -> dict[str, Any]:
-    """The ``status`` object of ``GET /api/v1/jobs/{name}/`` (issue 4, API section).
+    """The ``status`` object of ``GET /api/v1/jobs/{name}/``.
 
     ``{"phase", "message", "conditions": [...], "attempt", "startTime", "endTime",
     "runtimeSeconds", "tasks": [{"name", "template", "phase", "message", "replicas", "ready",
@@ -274,7 +274,7 @@ _MESSAGES = (
         gettext_lazy("The local runtime restarted: the Workers started over (attempt %(attempt)s)"),
     ),
     # The sync's failure sentences (jobs.observe.sync._worker_failures); ``tail`` (the stage, the first error
-    # line of the log, the runtime's reason) is quoted as it is (issue 14.7).
+    # line of the log, the runtime's reason) is quoted as it is.
     (
         re.compile(_WHO + r": run script exited with code (?P<code>-?\d+)(?P<tail>.*)$", re.S),
         gettext_lazy("%(kind)s %(pod)s (role %(role)s): the run script exited with code %(code)s"),

@@ -1,4 +1,4 @@
-"""The runtime side of one status-sync cycle: per cluster, concurrently, under a deadline (issues 11 and 16).
+"""The runtime side of one status-sync cycle: per cluster, concurrently, under a deadline.
 
 For every cluster of the cycle one worker thread makes the cluster's calls and nothing else (no database):
 
@@ -56,7 +56,7 @@ def probe_interval() -> float:
 def probes_per_cycle() -> int:
     """At most this many periodic header probes per cluster and cycle (``RLARK_LOG_PROBES_PER_CYCLE``, default
     100), the most overdue first; the rest wait for the next cycle. A steady cycle then reads a bounded number of
-    logs whatever the number of running jobs (issue 11); every header is still probed, later at fleet scale."""
+    logs whatever the number of running jobs; every header is still probed, later at fleet scale."""
     return max(1, int(getattr(settings, "RLARK_LOG_PROBES_PER_CYCLE", 100)))
 
 

@@ -1,4 +1,4 @@
-"""Watch-driven status (issue 11 "Status that follows changes at once").
+"""Watch-driven status: status that follows changes at once.
 
 One thread per cluster and kind (``pods``, ``statefulsets``) keeps a watch open on the console's objects of the
 cluster's namespace (label ``rlinf.io/job``, ``allowWatchBookmarks``): it resumes from the last resourceVersion it

@@ -1,5 +1,5 @@
 """The logs of many Workers of one Job at once, for the Diagnosis tab, the pending reasons and the Run check
-(issue 18: a 200-Worker job read one log per query and per new runtime client, one after the other).
+(read one by one, with a query and a new runtime client each, a 200-Worker job's logs took too long).
 
 :func:`read_logs` takes the job's Tasks as the caller already loaded them (with their clusters), builds one
 runtime per cluster, and reads the logs concurrently (at most ``PARALLEL`` in flight): each log as

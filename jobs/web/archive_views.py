@@ -1,4 +1,4 @@
-"""Pages of the log archive (issue 16, point 5): the kept logs of deleted jobs, listed and downloadable
+"""Pages of the log archive: the kept logs of deleted jobs, listed and downloadable
 until the retention period ends (``jobs.control.log_archive``; the API is ``jobs.api.log_archives``)."""
 
 from __future__ import annotations

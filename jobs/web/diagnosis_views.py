@@ -1,4 +1,4 @@
-"""Diagnosis, Run check and Metrics tabs of a Job (issue 7). Thin views over ``jobs.explain`` and ``jobs.observe``.
+"""Diagnosis, Run check and Metrics tabs of a Job. Thin views over ``jobs.explain`` and ``jobs.observe``.
 
 URLs (registered in ``jobs.web.urls`` before ``<name>/<action>/``):
 
@@ -155,7 +155,7 @@ def metrics(request: HttpRequest, name: str) -> HttpResponse:
         {
             "m": data,
             "runtime": format_duration(data["runtimeSeconds"]),
-            "ended": job.finished_at is not None or job.stopped,  # "Ran for" once it ended (issue 14.9)
+            "ended": job.finished_at is not None or job.stopped,  # "Ran for" once it ended
             "workers": workers,
             "charts": charts,
             "tb_reason": reasons.get(data["tensorboard"]["reason"], ""),

@@ -1,4 +1,4 @@
-"""``/jobs/<name>/tensorboard/...``: the job's own TensorBoard (issue 14.12b), proxied behind the job's permission.
+"""``/jobs/<name>/tensorboard/...``: the job's own TensorBoard, proxied behind the job's permission.
 
 Every request checks ``jobs.policy.get_job_for`` (404 for a job the user may not see, as every job page), then
 starts the job's TensorBoard if it is not running (``jobs.explain.tensorboard_server``) and forwards the request

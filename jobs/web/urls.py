@@ -12,17 +12,17 @@ urlpatterns: list = [
     path("<str:name>/<str:action>/", views.job_action, name="action"),
 ]
 
-# Job wizard (H6): registered first so "new/" is not taken for a job name.
+# Job wizard: registered first so "new/" is not taken for a job name.
 from jobs.web import wizard_views  # noqa: E402
 
 urlpatterns[:0] = wizard_views.urlpatterns
 
-# Diagnosis, Run check and Metrics tabs (H8): registered before "<name>/<action>/".
+# Diagnosis, Run check and Metrics tabs: registered before "<name>/<action>/".
 from jobs.web import diagnosis_views  # noqa: E402
 
 urlpatterns[:0] = diagnosis_views.urlpatterns
 
-# Open in TensorBoard (issue 14.12b): registered before "<name>/<action>/".
+# Open in TensorBoard: registered before "<name>/<action>/".
 from jobs.web import tensorboard_views  # noqa: E402
 
 urlpatterns[:0] = tensorboard_views.urlpatterns

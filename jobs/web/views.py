@@ -285,7 +285,7 @@ def job_log(request: HttpRequest, name: str) -> HttpResponse:
             error = _("%(pod)s has no previous container instance.") % {"pod": pod}
         else:
             error = str(exc)
-    text = ANSI.sub("", text)  # colours are rendered by the Logs tab; here plain text
+    text = ANSI.sub("", text)  # colours are rendered by the Logs tab (terminal app); here plain text
     return render(request, "jobs/_log.html", {"job": job, "pod": pod, "text": text, "error": error})
 
 

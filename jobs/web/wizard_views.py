@@ -132,7 +132,7 @@ def _ssh_keys(user, owner=None) -> list[Any]:
     return keys
 
 
-# --------------------------------------------------------------------------- validation through H1
+# --------------------------------------------------------------------------- validation
 
 
 def _validate(state: wz.WizardState, user, job=None):
@@ -525,7 +525,7 @@ def _wizard(request: HttpRequest, *, mode: str, job=None) -> HttpResponse:
 
 
 def _preselect_common(state: wz.WizardState) -> None:
-    """A new job preselects the default domain (H5's rule: the only one)."""
+    """A new job preselects the default domain (``domains.services``: the only one, else none)."""
     _domains_list, default = _domains()
     state.domain = default
 

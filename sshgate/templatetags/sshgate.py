@@ -1,5 +1,5 @@
 """Template tags of the bastion's UI: the ready-to-copy ``ssh -J`` command per Worker, who is connected now
-(job page) and the flow with the bastion's host key fingerprint (SSH keys page). Issue 12."""
+(job page) and the flow with the bastion's host key fingerprint (SSH keys page)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@
   function fmt(s, vars) {
     return String(s).replace(/%\((\w+)\)s/g, (_, k) => (vars && k in vars ? vars[k] : ""));
   }
-  // issue 14.6/14.8: a runtime timestamp (RFC 3339) in the page's zone (the one the header names, not the
+  // A runtime timestamp (RFC 3339) in the page's zone (the one the header names, not the
   // browser's) with its offset, or in UTC (static/js/pagetime.js)
   function stamp(ts, zone) {
     return window.RLarkTime.format(ts, { utc: zone === "utc", ms: true, offset: true });
@@ -39,8 +39,8 @@
       this.held = [];         // lines received while the view is frozen
       this.pods = {};         // pod -> {id, next, cursor, state, message}
       this.targets = [];
-      this.live = true;       // issue 14.4: the tab streams when it opens
-      this.ended = false;     // issue 14.9: the job is over and no Worker can write more (the server says so)
+      this.live = true;       // the tab streams when it opens
+      this.ended = false;     // the job is over and no Worker can write more (the server says so)
       this.follow = true;     // auto-scroll; off while the user has scrolled up
       this.frozen = false;
       this.filter = "";
@@ -101,7 +101,7 @@
       this.updateDownload();
     }
 
-    // issue 14.6b: the containers of the selected Worker (main, sidecars, init, ephemeral) when it has more than main
+    // The containers of the selected Worker (main, sidecars, init, ephemeral) when it has more than main
     fillContainers() {
       const sel = this.el.container, cur = sel.value || "main";
       const t = this.targets.find((x) => x.pod === this.el.pod.value);
@@ -201,7 +201,7 @@
       b.replaceChildren(icon, label);
     }
 
-    // --- auto-scroll (issue 14.4): scrolling up pauses it, "jump to latest" resumes it ---------
+    // --- auto-scroll: scrolling up pauses it, "jump to latest" resumes it ----------------------
     onScroll() {
       const bottom = this.atBottom();
       if (bottom !== this.follow) { this.follow = bottom; this.updateLatest(); }
@@ -265,7 +265,7 @@
         if (st.id && st.id !== msg.id) {
           const n = (this.targets.find((x) => x.pod === msg.pod) || {}).restarts || 0;
           add.push({ pod: msg.pod, role, n: -1, t: "── " + fmt(this.s.restarted, { n }) + " ──", sep: true });
-        } else if (st.id && msg.rotated) { // issue 14.6: never glue the new file to the old one
+        } else if (st.id && msg.rotated) { // never glue the new file to the old one
           add.push({ pod: msg.pod, role, n: -1, t: "── " + this.s.rotated + " ──", sep: true, rot: true });
         }
         st.id = msg.id; st.next = msg.first; st.first = msg.first;
@@ -284,7 +284,7 @@
       this.append(add);
     }
 
-    // --- load older (issue 14.5): the page holds the tail; earlier lines come on request -------
+    // --- load older: the page holds the tail; earlier lines come on request --------------------
     olderPod() {
       const pods = this.selectedPods();
       if (pods.length !== 1) return null;

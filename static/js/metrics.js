@@ -1,4 +1,4 @@
-/* RLark Console: the Metrics tab's charts (issue 14.12), drawn with Apache ECharts (static/vendor/echarts.min.js).
+/* RLark Console: the Metrics tab's charts, drawn with Apache ECharts (static/vendor/echarts.min.js).
  *
  * Data: <script type="application/json" id="metrics-charts"> from jobs.explain.metric_charts.chart_data:
  *   usage.cpu / usage.memory: [{name: pod, points: [[epoch ms, value]]}]   (cores, bytes)
@@ -20,7 +20,7 @@
   function esc(t) {
     return String(t).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
   }
-  // issue 14.8: times in the page's zone (the one the header names), never the browser's (static/js/pagetime.js)
+  // Times in the page's zone (the one the header names), never the browser's (static/js/pagetime.js)
   const T = window.RLarkTime;
   function when(ms) { return T.format(ms, { abbr: true }); }
   function axisTime(ms) {

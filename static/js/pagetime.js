@@ -1,4 +1,4 @@
-/* RLark Console: one time zone per page in the browser too (issue 14.8).
+/* RLark Console: one time zone per page in the browser too.
  *
  * The server renders every time in the page's zone (the user's chosen zone or TIME_ZONE) and the header names it
  * (rlark_console/pagetime.py, templates/_topbar.html). base.html puts that zone on <html data-tz="Asia/Shanghai"

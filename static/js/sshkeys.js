@@ -1,4 +1,4 @@
-// SSH keys page (issue 14.11): a pasted private key is removed from the field before it is ever sent or shown,
+// SSH keys page: a pasted private key is removed from the field before it is ever sent or shown,
 // and the page says why. The server refuses one as well (sshkeys.services, code ssh_key_private) and never echoes it.
 (function () {
   "use strict";

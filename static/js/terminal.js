@@ -25,7 +25,7 @@
   const downloadPath = document.getElementById("term-download-path");
   const containerSel = document.getElementById("term-container");
   const containerLabel = document.getElementById("term-container-label");
-  let container = "main"; // issue 14.6b: the container the shell runs in
+  let container = "main"; // the container the shell runs in
   let switching = false;
 
   const fmt = (t, v) => String(t).replace(/%\((\w+)\)s/g, (_, k) => (v && k in v ? v[k] : ""));
@@ -207,7 +207,7 @@
     else if (code === 1000) text = s.sessionEnded;
     else if (reason && code >= 4000) text = fmt(s.closed, { reason });
     else text = fmt(s.closedUnexpectedly, { code, reason: reason || "-" });
-    // The exit code is printed once: the server's English reason only repeats it (issue 14.9).
+    // The exit code is printed once: the server's English reason only repeats it.
     const full = exitCode === null && reason && !text.includes(reason) ? text + " (" + reason + ")" : text;
     term.writeln("\r\n\x1b[33m" + full + "\x1b[0m");
     status(full, code === 1000 ? "warn" : "bad");

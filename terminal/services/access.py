@@ -1,6 +1,6 @@
 """Who may open a log stream or a terminal: authentication, the job policy and re-checks.
 
-Rule (issue 6 "Security", peers 5.2): every websocket authenticates the session, checks the job
+Rule (peers 5.2): every websocket authenticates the session, checks the job
 with ``jobs.policy`` (owner or admin), and long-lived sockets re-check periodically and on
 every reconnect (CVE-2023-40025, CVE-2024-41666): a logged-out session, a deactivated user or a
 job that is no longer visible closes the socket with a reason.

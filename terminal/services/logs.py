@@ -46,7 +46,7 @@ ENDED_JOB_PHASES = ("Succeeded", "Failed", "Stopped")
 
 
 def stream_ended(layout: Layout, targets: list[LogTarget]) -> bool:
-    """The live stream has nothing more to give (issue 14.9): the job has ended and none of its Workers can still
+    """The live stream has nothing more to give: the job has ended and none of its Workers can still
     write, each is gone from the runtime or finished (Succeeded, Failed, or Stopped by the console)."""
     return layout.ended and all(not t.exists or t.phase in TERMINAL_PHASES or t.phase == "Stopped" for t in targets)
 
@@ -110,7 +110,7 @@ class LogTarget:
     restart_count: int
     exists: bool = True
     archive: str = ""  # the job's log archive directory (jobs.control.log_archive; "" = none)
-    containers: tuple = ()  # clusters.runtime.containers.ContainerInfo of the Pod (issue 14.6b); () = main only
+    containers: tuple = ()  # clusters.runtime.containers.ContainerInfo of the Pod; () = main only
     container: str = "main"  # the container whose log this target reads
 
     def with_container(self, name: object) -> LogTarget:
@@ -202,7 +202,7 @@ class LogBatch:
     cursor: LogCursor
     reset: bool = False
     more: bool = False
-    rotated: bool = False  # issue 14.6: the file was replaced under the cursor; earlier lines are gone
+    rotated: bool = False  # the file was replaced under the cursor; earlier lines are gone
     rendered: list[dict] | None = None  # payload() computed off the event loop
 
     def payload(self) -> list[dict]:
@@ -426,14 +426,14 @@ def read_tail(
     )
 
 
-OLDER_LINES = 5000  # issue 14.5: lines one "load older" request brings
+OLDER_LINES = 5000  # lines one "load older" request brings
 
 
 def read_before(
     runtime: Runtime, target: LogTarget, before: int, previous: bool = False, count: int = OLDER_LINES
 ) -> LogBatch:
     """The ``count`` lines (at most :data:`OLDER_LINES`) just before line ``before`` of the container
-    instance (issue 14.5 "load older"): ``first`` is the line number of the first one, ``lines`` may be
+    instance ("load older"): ``first`` is the line number of the first one, ``lines`` may be
     empty when ``before`` is 0. Reads the log once in constant memory; the cursor is not advanced
     (``cursor`` is a copy at ``before``'s line, never used to resume)."""
     count = max(0, min(count, OLDER_LINES))
@@ -542,7 +542,7 @@ def empty_state(target: LogTarget, previous: bool, error: Exception | None = Non
 
 
 def download_filename(job: str, role: str, pod: str, when: datetime | None = None, previous: bool = False) -> str:
-    """``<job>-<role>-<pod>-<timestamp>.log`` (issue 6; peers L8), timestamp UTC ``YYYYmmddTHHMMSSZ``.
+    """``<job>-<role>-<pod>-<timestamp>.log`` (peers L8), timestamp UTC ``YYYYmmddTHHMMSSZ``.
 
     ``previous`` appends ``-previous`` to the pod part. Characters outside ``[A-Za-z0-9._-]``
     become ``_`` so the header value is always safe.

@@ -2,7 +2,7 @@
 
 Normally ``clusters.runtime.registry.get_runtime(cluster)`` (one implementation per
 ``Cluster.runtime``). :func:`use_runtime_factory` swaps in another factory; tests and the
-self-contained demo server (``terminal.demo``) use it to run the Logs tab and the
+self-contained demo server (``launcher.terminal_demo``) use it to run the Logs tab and the
 WebTerminal against a real :class:`~terminal.demo_runtime.DirRuntime` (log files + PTY bash).
 """
 

@@ -1,4 +1,4 @@
-"""Terminal session bookkeeping and audit (issue 6; peers 5.2 "Audit": every exec, who, pod,
+"""Terminal session bookkeeping and audit (peers 5.2 "Audit": every exec, who, pod,
 start, end, exit code).
 
 Every session writes ``terminal.open`` when the shell starts and ``terminal.session`` when it

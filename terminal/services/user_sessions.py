@@ -1,4 +1,4 @@
-"""Close a deactivated user's WebTerminal sessions at once (issue 15 point 9).
+"""Close a deactivated user's WebTerminal sessions at once.
 
 Every open terminal consumer joins the Channels group :func:`group_name` of its user; the receiver of
 ``accounts.signals.user_deactivated`` sends ``{"type": "account.deactivated"}`` to that group, and each consumer

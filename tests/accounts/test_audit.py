@@ -1,4 +1,4 @@
-"""Audit log (issue 8): every back-office change, credential and key change is recorded without secrets; the
+"""Audit log: every back-office change, credential and key change is recorded without secrets; the
 audit API is admin-only; the AuditEvent admin is read-only."""
 
 from __future__ import annotations

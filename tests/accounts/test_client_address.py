@@ -1,4 +1,4 @@
-"""Issue 16, Major 3: X-Forwarded-For is believed only from RLARK_TRUSTED_PROXIES; logins are rate limited per
+"""X-Forwarded-For is believed only from RLARK_TRUSTED_PROXIES; logins are rate limited per
 address and per account; the audit log records the address by the same rule."""
 
 from __future__ import annotations

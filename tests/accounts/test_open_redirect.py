@@ -1,4 +1,4 @@
-"""Issue 16, Minor 8: ``next`` is followed only to this console (url_has_allowed_host_and_scheme everywhere)."""
+"""``next`` is followed only to this console (url_has_allowed_host_and_scheme everywhere)."""
 
 from __future__ import annotations
 

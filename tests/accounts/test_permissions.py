@@ -1,4 +1,4 @@
-"""Permission matrix (issue 8 acceptance 2): for every page, API endpoint and websocket that exists, user B
+"""Permission matrix: for every page, API endpoint and websocket that exists, user B
 gets 403/404 on user A's job (and cannot change it), sees A's job nowhere, and anonymous users get a login
 redirect, 401 or 403. Routes are enumerated from the URL configuration, so new endpoints are covered
 automatically."""
@@ -181,7 +181,7 @@ def test_anonymous_gets_redirect_401_or_403_everywhere(client, alice_job):
 
 
 def _ws_routes():
-    from rlark_console.routing import websocket_urlpatterns
+    from launcher.routing import websocket_urlpatterns
 
     return [(str(p.pattern), p) for p in websocket_urlpatterns if isinstance(p, URLPattern)]
 
@@ -193,7 +193,7 @@ def test_websockets_refuse_other_users_and_anonymous(client, alice, bob, alice_j
         pytest.skip("no job websocket routes yet")
     from channels.testing import WebsocketCommunicator
 
-    from rlark_console.asgi import application
+    from launcher.asgi import application
 
     client.force_login(bob)
     session = client.cookies["sessionid"].value

@@ -1,4 +1,4 @@
-"""API tokens (issue 8): create shows the key once, list by prefix, revoke; the key authenticates until revoked;
+"""API tokens: create shows the key once, list by prefix, revoke; the key authenticates until revoked;
 only a hash is stored; the page; login rate limiting."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Users, their keys and tokens in the back office (issue 15 points 8 and 9): staff add keys for others (403 for
+"""Users, their keys and tokens in the back office: staff add keys for others (403 for
 the rest, 400 for an unknown user, nothing stored), whole authorized_keys pastes all-or-nothing with the failing
 lines named, deactivation revokes tokens, ends login sessions and closes open WebTerminal sessions at once."""
 

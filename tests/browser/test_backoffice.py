@@ -1,5 +1,5 @@
 """Browser: the back office (Django admin) for domains, storage, registries, users, audit log, clusters and
-nodes is usable in zh and en (issue 8 acceptance 4). Screenshots go to test-artifacts/backoffice-*.png."""
+nodes is usable in zh and en. Screenshots go to test-artifacts/backoffice-*.png."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def test_backoffice_pages_render_in_both_languages(console_server, backoffice_da
     page.screenshot(path=str(ARTIFACTS / f"backoffice-domain-detail-{lang}.png"), full_page=True)
     if missing:
         (ARTIFACTS / "backoffice-missing.txt").write_text("\n".join(missing) + "\n")
-    assert len(missing) <= 3, missing  # only the cluster-app models (registered by the clusters builder) may lag
+    assert len(missing) <= 3, missing  # only the clusters app's models may be missing
 
 
 def test_backoffice_domain_validation_messages(console_server, backoffice_data, page):

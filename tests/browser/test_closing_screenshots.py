@@ -1,4 +1,4 @@
-"""Browser: the pages of issue 14's closing note, checked and photographed in zh and en -- the Logs tab of a
+"""Browser: the pages of docs/screenshots, checked and photographed in zh and en -- the Logs tab of a
 running job (streaming on open), the Metrics tab (charts of two runs) and a failed job's page (one headline, the
 stored failure message in the page's language). ``RLARK_SHOTS_DIR=docs/screenshots`` writes the committed copies
 (``logs-tab-<lang>.png``, ``metrics-tab-<lang>.png``, ``failed-job-<lang>.png``); each is kept under 400 KB

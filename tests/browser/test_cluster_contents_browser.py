@@ -1,4 +1,4 @@
-"""Browser: a cluster's back-office page lists what the cluster itself has (issue 15 point 6) - a local cluster's
+"""Browser: a cluster's back-office page lists what the cluster itself has - a local cluster's
 namespaces and StorageClass directories from its real supervisor, marked as managed by the console or only in the
 cluster - and an unreachable Kubernetes cluster says so in the page's language. Screenshots (zh and en):
 ``cluster-contents-*.png`` in test-artifacts/ (and RLARK_SHOTS_DIR)."""

@@ -1,4 +1,4 @@
-"""Browser: the container picker of the Logs tab and the WebTerminal (issue 14.6b). terminal.demo's demo-actor-1
+"""Browser: the container picker of the Logs tab and the WebTerminal. launcher.terminal_demo's demo-actor-1
 runs a native sidecar (net-agent) and had an init container (prepare), each with its own log and shell (DirRuntime);
 switching containers several times in one page keeps the terminal's input working."""
 

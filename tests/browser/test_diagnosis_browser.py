@@ -224,7 +224,7 @@ def test_diagnosis_runcheck_metrics_pages(page, live_server, client, admin_user,
 def test_diagnosis_and_run_check_say_how_old_their_log_results_are(
     page, live_server, client, admin_user, seeded, monkeypatch
 ):
-    """Issue 18: the tabs show the stored log scans with their time; older than RLARK_LOG_SCAN_MAX_AGE, they say
+    """The tabs show the stored log scans with their time; older than RLARK_LOG_SCAN_MAX_AGE, they say
     the new lines are being read in the background (the refresh is asked for once)."""
     from jobs import tasks as job_tasks
     from jobs.models import PodLogScan

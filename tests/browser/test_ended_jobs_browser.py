@@ -1,4 +1,4 @@
-"""Browser (issue 14.9, 14.3, 14.7): what a user sees once a job has ended, in zh and en -- a failed job's page
+"""Browser: what a user sees once a job has ended, in zh and en -- a failed job's page
 (headline once, the stored failure message in the page's language, 0 ready, "Ran for"), a succeeded job's Workers
 (Completed, not Stopped) and the jobs list (bar = counts). Screenshots go to test-artifacts/."""
 
@@ -92,7 +92,7 @@ def test_failed_and_succeeded_jobs_after_the_end(console_server, page, lang):
 
 @pytest.mark.parametrize("lang", ["zh-hans", "en"])
 def test_logs_tab_of_an_ended_job_says_the_stream_ended(console_server, page, lang):
-    """Issue 14.9: once the job Succeeded and its Workers are gone, the Logs tab's live toggle says the stream
+    """Once the job Succeeded and its Workers are gone, the Logs tab's live toggle says the stream
     ended (not "Streaming"), in the page's language (a running job's tab streams: test_logs_live_browser)."""
     assert console_server.manage("shell", "--no-imports", "-c", SETUP).stdout.strip().endswith("ok")
     login(page, console_server, lang)

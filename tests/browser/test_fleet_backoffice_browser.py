@@ -1,4 +1,4 @@
-"""Browser: the fleet back office (issue 15) in headless Chromium - the capacity nodes view (pagination, sort by
+"""Browser: the fleet back office in headless Chromium - the capacity nodes view (pagination, sort by
 free GPUs, readiness filter, system nodes hidden), a batch metadata edit on filtered nodes, and the console's
 header with its language switch on every changed admin page. Screenshots (zh and en) go to
 test-artifacts/fleet-*.png and, when RLARK_SHOTS_DIR is set, there too."""

@@ -1,4 +1,4 @@
-"""Browser: the Logs tab (served by terminal.demo with a DirRuntime whose demo-actor-0 writes a
+"""Browser: the Logs tab (served by launcher.terminal_demo with a DirRuntime whose demo-actor-0 writes a
 `Global Step` line every second): header marker, Live within 6 s, filter with count, safe ANSI,
 timestamps, download, export, 100k lines, empty states, zh and en screenshots."""
 
@@ -10,7 +10,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from terminal.demo import PASSWORD
+from launcher.terminal_demo import PASSWORD
 from tests.conftest import ARTIFACTS
 from tests.terminal_support import DemoConsole
 
@@ -46,7 +46,7 @@ def test_logs_tab_live_filter_download_export(demo, page, tmp_path):
     expect(view).to_contain_text("Ray cluster is ready", timeout=10_000)  # merged view of all Workers
     expect(view).to_contain_text("[demo-rollout-0]")
     expect(view).to_contain_text("<script>alert('xss')</script>")  # shown as text, never run
-    expect(page.locator('[data-testid="logs-live"]')).to_have_attribute("aria-pressed", "true")  # issue 14.4: live
+    expect(page.locator('[data-testid="logs-live"]')).to_have_attribute("aria-pressed", "true")  # live on open
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "logs-merged-zh.png"), full_page=True)
 

@@ -1,5 +1,5 @@
-"""Browser: the Logs tab streams when it opens (issue 14.4) and stays usable on a 100,000-line log
-(issue 14.5). Served by terminal.demo (DirRuntime): demo-actor-0 writes a `Global Step` line every
+"""Browser: the Logs tab streams when it opens and stays usable on a 100,000-line log.
+Served by launcher.terminal_demo (DirRuntime): demo-actor-0 writes a `Global Step` line every
 0.1 s, demo-actor-1's log holds 100,000 history lines."""
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def test_100k_line_log_first_line_fast_and_dom_capped(demo, page):
 
 
 def test_plain_text_links_clean_and_raw_timestamps_local_or_utc_and_rotation_marked(demo, browser):
-    """Issue 14.6: the per-Worker plain-text links (clean and raw), local time / UTC timestamps, and a
+    """The per-Worker plain-text links (clean and raw), local time / UTC timestamps, and a
     log that rotates under the live stream is marked, in zh and en."""
     ctx = browser.new_context(locale="zh-CN", timezone_id="Asia/Shanghai", viewport={"width": 1440, "height": 900})
     page = ctx.new_page()

@@ -1,4 +1,4 @@
-"""Browser (issue 14.13): a favicon and no 404 on any page (the admin pages included), the header shows the user
+"""Browser: a favicon and no 404 on any page (the admin pages included), the header shows the user
 once, and help texts carry no internal references such as "(seed 03)"."""
 
 from __future__ import annotations

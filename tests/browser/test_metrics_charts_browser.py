@@ -1,4 +1,4 @@
-"""Browser: the Metrics tab's ECharts charts (issue 14.12): axes with units, a tooltip with step, value and time,
+"""Browser: the Metrics tab's ECharts charts: axes with units, a tooltip with step, value and time,
 zoom, smoothing of scalars, tags grouped as TensorBoard groups them and the runs (attempts) of one job compared in
 one chart; zh and en screenshots. The job is the seeded one of test_diagnosis_browser (real TensorBoard event files
 written with tensorboardX, real MetricSample rows)."""

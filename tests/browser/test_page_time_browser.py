@@ -1,4 +1,4 @@
-"""Browser: one time zone per page, also where the browser formats times itself (issue 14.8). The browser runs in
+"""Browser: one time zone per page, also where the browser formats times itself. The browser runs in
 New York while the page's zone (the server's TIME_ZONE, named in the header) is Asia/Shanghai: the Metrics charts'
 time axis, its labels and tooltips, and the Logs tab's "updated at" and timestamps all follow the page's zone, with
 its abbreviation or offset, never the browser's. Screenshots: ``page-time-*.png``."""

@@ -38,7 +38,7 @@ def test_ssh_key_page(console_server, page, keypair):
     page.wait_for_url("**/ssh-keys/")
     expect(page.get_by_role("heading", name="SSH 公钥管理")).to_be_visible()
     page.fill("input[name=name]", "my-workstation")
-    # a pasted private key leaves the field at once, is never sent, and the page says why (issue 14.11)
+    # a pasted private key leaves the field at once, is never sent, and the page says why
     requests = []
     page.on("request", lambda r: requests.append(r) if r.method == "POST" else None)
     page.locator("textarea[name=key]").focus()

@@ -1,4 +1,4 @@
-"""Browser: Open in TensorBoard (issue 14.12b). A real TensorBoard (the PyPI package) is started on demand for the
+"""Browser: Open in TensorBoard. A real TensorBoard (the PyPI package) is started on demand for the
 job's TensorBoard directory, bound to 127.0.0.1 and served under /jobs/<job>/tensorboard/ behind the job's
 permission; the owner sees TensorBoard's own page with the job's scalars, another user gets 404, and an idle
 TensorBoard is stopped."""

@@ -1,4 +1,4 @@
-"""Browser: the WebTerminal page (served by terminal.demo with a DirRuntime whose exec is a real
+"""Browser: the WebTerminal page (served by launcher.terminal_demo with a DirRuntime whose exec is a real
 PTY bash in the Worker's directory): rank and directory, resize -> `tput cols`, upload and download
 byte-identical, CJK, `exit` shows the close reason; zh and en screenshots."""
 
@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from terminal.demo import PASSWORD
+from launcher.terminal_demo import PASSWORD
 from tests.conftest import ARTIFACTS
 from tests.terminal_support import DemoConsole
 
@@ -96,7 +96,7 @@ def test_webterminal_session(demo, page, tmp_path):
 
     type_line(page, "exit 0")
     status = page.locator('[data-testid="term-status"]')
-    expect(status).to_have_text("会话已结束（退出码 0）。")  # printed once, no English repeat (issue 14.9)
+    expect(status).to_have_text("会话已结束（退出码 0）。")  # printed once, no English repeat
     wait_screen(page, r"会话已结束（退出码 0）。")
     text = screen(page)
     assert text.count("退出码 0") == 1 and "exited with code" not in text

@@ -1,4 +1,4 @@
-"""Browser, issue 16: a dropped WebTerminal connection reattaches to the same shell (a shell variable survives)
+"""Browser: a dropped WebTerminal connection reattaches to the same shell (a shell variable survives)
 and says so; the page's Reconnect after the grace period says plainly that a new shell was started."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Browser (issue 14.10): Set as Header on a multi-Worker role says at once that the Header has exactly 1 Worker
+"""Browser: Set as Header on a multi-Worker role says at once that the Header has exactly 1 Worker
 and offers to narrow the selector; step 2 opens on the Header role; until submit only the role being edited shows
 its errors; default role names are template names as they are (``new-role``). Screenshots in zh and en."""
 

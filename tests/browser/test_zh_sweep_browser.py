@@ -1,4 +1,4 @@
-"""Browser: every main page in zh has no untranslated English UI text (issue 14.7).
+"""Browser: every main page in zh has no untranslated English UI text.
 
 The sweep reads what a user sees - every visible text node and the ``title`` / ``placeholder`` / ``aria-label`` /
 ``value`` of buttons - of each main page in Chromium with the language set to zh, and fails on any English word

@@ -1,4 +1,4 @@
-"""A local cluster's page lists what the local runtime really has (issue 15 point 6): the namespaces of the Tasks
+"""A local cluster's page lists what the local runtime really has: the namespaces of the Tasks
 its supervisor holds and the StorageClass directories its Workers' claims made, marked against the console's
 records; a stopped supervisor is a localized "cannot be reached", not the console's records."""
 

@@ -1,5 +1,5 @@
 """A cluster's location, contact and description, its health history (last sync, last error, offline periods)
-and what it has (namespaces, StorageClasses, pulled images) in the back office and the API (issue 15 point 6)."""
+and what it has (namespaces, StorageClasses, pulled images) in the back office and the API."""
 
 from __future__ import annotations
 

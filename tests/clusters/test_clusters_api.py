@@ -1,5 +1,5 @@
-"""Cluster registration, node sync, node API and the kubeconfig-secrecy guarantee, over the fake API server
-(issue 5 acceptance 1-3)."""
+"""Cluster registration, node sync, node API and the kubeconfig-secrecy guarantee, over the fake API
+server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The back office for a GPU fleet (issue 15): system nodes kept out, console-owned metadata that survives sync,
+"""The back office for a GPU fleet: system nodes kept out, console-owned metadata that survives sync,
 batch metadata edits, the capacity nodes view with a constant number of queries."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 16, Minor 8: Kubernetes exec sessions get LANG/LC_CTYPE=C.UTF-8 when the image sets none."""
+"""Kubernetes exec sessions get LANG/LC_CTYPE=C.UTF-8 when the image sets none."""
 
 from __future__ import annotations
 

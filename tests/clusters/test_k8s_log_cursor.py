@@ -1,5 +1,5 @@
 """The Kubernetes runtime's incremental log read (``read_log_from``) cuts and strips the kubelet's timestamps in
-bulk (issue 18, cold Diagnosis); it must give exactly what the line-by-line reading gives, for any cursor."""
+bulk (a cold Diagnosis reads 200 logs); it must give exactly what the line-by-line reading gives, for any cursor."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""KubernetesRuntime against the fake API server over real HTTP, driven by the official client (issue 5).
+"""KubernetesRuntime against the fake API server over real HTTP, driven by the official client.
 
-Covers acceptance 1 at the runtime level: apply the manifests of a 3-role job and see exactly the specified
+At the runtime level: apply the manifests of a 3-role job and see exactly the specified
 objects, re-apply idempotently, pods progress through phases with reasons/events, logs (tail, previous,
 streamed), exec (bash -> sh fallback, no shell), stop (replicas 0), start, delete (nothing left), plus the
 failure translation (500, timeout, refused, 401, RBAC, missing namespace).

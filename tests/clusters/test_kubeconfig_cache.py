@@ -1,6 +1,6 @@
-"""A kubeconfig is decrypted once per cluster per process; a credential rotation is used at once (issue 18).
+"""A kubeconfig is decrypted once per cluster per process; a credential rotation is used at once.
 
-Issue 18 counted 4,020 kubeconfig decryptions for one Diagnosis tab: every load of a Cluster row ran Fernet.
+Uncached, one Diagnosis tab cost 4,020 kubeconfig decryptions: every load of a Cluster row ran Fernet.
 Here 200 loads of one cluster (as a 200-Worker job's Tasks load it) decrypt once, and after the back office
 stores a rotated credential (the old token revoked on the API server) the next load talks with the new one.
 """

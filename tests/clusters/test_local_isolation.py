@@ -1,4 +1,4 @@
-"""Issue 16, point 1 on the local runtime (real supervisor, real namespaces, no Ray): a Worker started by a
+"""Unprivileged Workers on the local runtime (real supervisor, real namespaces, no Ray): a Worker started by a
 root supervisor runs as an unprivileged host uid of its job's subordinate range, and cannot read the
 console's keys, database or source, nor another job's working directory; nor can a WebTerminal shell
 in it. The venv's Python still runs inside (at its own path, read-only). ``var/`` is 0700 with 0600 files.

@@ -225,7 +225,7 @@ def pid_alive(pid: int) -> bool:
 class LoopbackWatch:
     """Samples ``ss -tnp`` every ``interval`` s while a test runs. ``bad`` collects every connection
     whose peer is not loopback and that belongs to a process of the test's Workers (``pids_fn()``)
-    or to a Ray process (raylet, gcs_server, ``ray::...``); other builders share this host, so their
+    or to a Ray process (raylet, gcs_server, ``ray::...``); other test runs may share this host, so their
     unrelated sockets are ignored. ``checked`` counts the Worker/Ray connections seen on loopback."""
 
     RAY_NAMES = ("raylet", "gcs_server", "ray::", "default_worker", "dashboard", "log_monitor", "monitor.py")

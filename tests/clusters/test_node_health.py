@@ -1,4 +1,4 @@
-"""Node conditions and recent Warning events (issue 15 point 4b): kept, de-duplicated, 1 h retention; shown on
+"""Node conditions and recent Warning events: kept, de-duplicated, 1 h retention; shown on
 the node in the back office and in the Diagnosis of jobs whose Workers run there."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Image registries (issue 8, upstream 14): prefix matching, pull secrets, the wizard warning, API without
+"""Image registries (upstream 14): prefix matching, pull secrets, the wizard warning, API without
 passwords."""
 
 from __future__ import annotations

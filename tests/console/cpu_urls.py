@@ -30,5 +30,5 @@ urlpatterns = [
     path("api/v1/burn/", burn),
     path("burn/", burn),
     path("wait/", wait),
-    path("", include("rlark_console.urls")),
+    path("", include("launcher.urls")),
 ]

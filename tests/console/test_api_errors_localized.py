@@ -1,4 +1,4 @@
-"""API error details are in the request's language, never a Chinese prefix with an English detail (issue 14.7):
+"""API error details are in the request's language, never a Chinese prefix with an English detail:
 404s of tokens and SSH keys, a missing token name, a refused run-check edit, a bad request body and a failed
 cordon, in zh (the default) and en."""
 

@@ -1,4 +1,4 @@
-"""Issue 16, Minor 8: schemathesis fuzzes every operation of the served ``/api/schema/`` in-process (WSGI) as an
+"""Schemathesis fuzzes every operation of the served ``/api/schema/`` in-process (WSGI) as an
 admin with an API token and fails on any 5xx.
 
 Bounded for CI: ``RLARK_FUZZ_EXAMPLES`` examples per operation (default 50), derandomized (the same cases every

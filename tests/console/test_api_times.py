@@ -1,4 +1,4 @@
-"""One rule for API times (issue 14.8): every datetime the API returns is ISO 8601 in UTC with ``Z`` -- Job,
+"""One rule for API times: every datetime the API returns is ISO 8601 in UTC with ``Z`` -- Job,
 status, conditions, metrics, SSH keys, clusters -- whatever the server's TIME_ZONE (Asia/Shanghai by default)."""
 
 from __future__ import annotations

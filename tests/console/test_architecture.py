@@ -1,4 +1,4 @@
-"""The one-way architecture of issue 17 (docs/architecture.md), checked on every test run.
+"""The one-way architecture (docs/architecture.md), checked on every test run.
 
 - ``lint-imports`` (import-linter) keeps the contracts of pyproject.toml: no module imports a higher layer,
   directly or through a chain, the sibling modules of the core packages form no cycle, each app imports only

@@ -1,4 +1,4 @@
-"""Issue 17, "Done means" 2: a job submission (``jobs/api/views.py:JobListView.post``) and a status sync each
+"""A job submission (``jobs/api/views.py:JobListView.post``) and a status sync each
 pass through the layers one way.
 
 Every call between two project modules is recorded while the request (then the Celery entry point, then a

@@ -1,6 +1,6 @@
 """Every ``bench/`` script runs in its short mode (``--quick``) and prints its figures, so none can rot.
 
-Issue 18: ``bench/validate.py`` crashed as shipped (``ImproperlyConfigured``) and nothing noticed. Each script
+A bench script that crashes (``bench/validate.py`` once raised ``ImproperlyConfigured``) is noticed here. Each script
 runs as a subprocess, the way a developer runs it, on a small fleet; the test checks it exits 0 and prints the
 ratio lines the README quotes. A PostgreSQL ``DATABASE_URL`` is pointed at a database of the bench's own, so
 the bench's throwaway ``test_`` database never collides with the suite's.
@@ -35,7 +35,7 @@ SCRIPTS = {
     "logs_terminal.py": ((), ["ratio websocket / HTTP", "Terminal keystroke echo"], 180),
     "local_e2e.py": ((pytest.mark.ray, pytest.mark.e2e), ["Ray ready", "stop -> no process left"], 300),
     "ssh.py": ((pytest.mark.ray, pytest.mark.e2e), ["echo through bastion: p50", "scp 2 MB through bastion: up"], 600),
-    # issue 13: root only (network namespaces, TUN); as another user it prints that it skipped and exits 0
+    # root only (network namespaces, TUN); as another user it prints that it skipped and exits 0
     "domain.py": (
         (),
         ["ratio domain/veth", "RTT p50/p95", "cores per 100 Mbit/s"] if os.geteuid() == 0 else ["skipped"],

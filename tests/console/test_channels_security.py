@@ -1,5 +1,5 @@
 """Logs and WebTerminal websockets and pages: nothing anonymous, nothing cross-user, Origin checked
-(issue 6 "Security"; peers 5.2)."""
+(peers 5.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 16, Major 2: a request that burns CPU is stopped at its budget with a clear, localized 503; the thread
+"""A request that burns CPU is stopped at its budget with a clear, localized 503; the thread
 is free for the next request; waiting (database, a cluster) is not CPU and is never cut."""
 
 from __future__ import annotations

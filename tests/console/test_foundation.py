@@ -161,7 +161,7 @@ def test_compose_describes_production_topology():
     assert services["beat"]["command"][3] == "beat"
     env = services["web"]["environment"]
     assert env["DATABASE_URL"].startswith("postgres://rlark:${POSTGRES_PASSWORD")
-    # Redis needs a password too: local-runtime Workers share a single-host install's network (issue 16)
+    # Redis needs a password too: local-runtime Workers share a single-host install's network
     assert env["REDIS_URL"].startswith("redis://:${REDIS_PASSWORD") and env["REDIS_URL"].endswith("@redis:6379/0")
     assert "--requirepass" in services["redis"]["command"]
     # secrets come from the environment, never literals in the file

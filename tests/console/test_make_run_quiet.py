@@ -1,4 +1,4 @@
-"""``make run`` starts without warnings (issue 14.13): no Celery "superuser privileges" SecurityWarning for a
+"""``make run`` starts without warnings: no Celery "superuser privileges" SecurityWarning for a
 JSON-only worker, no runpy RuntimeWarning when the local supervisor starts (``python -m clusters.runtime.local``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The API honours one pagination parameter set (issue 18): ``limit`` or its alias ``page_size``, and ``offset``;
+"""The API honours one pagination parameter set: ``limit`` or its alias ``page_size``, and ``offset``;
 bounded, and an invalid value is a 400 with the console's error shape, never silently replaced."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Counts read as a person would write them in en ("1 node", "2 nodes"; never "1 workers"), and in zh without
-plural forms (issue 14.7: ngettext where counts appear): back-office cordon messages and the wizard's summary."""
+plural forms (ngettext where counts appear): back-office cordon messages and the wizard's summary."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_wizard_summary_counts_workers(client, admin_user):
 
 
 def test_validator_messages_use_english_plurals():
-    """Issue 14.7: "1 workers" / "1 nodes" in the validator's English messages (jobs/jobspec/messages.py)."""
+    """No "1 workers" / "1 nodes" in the validator's English messages (jobs/jobspec/messages.py)."""
     from jobs.jobspec.messages import Problem
 
     one = Problem("spec.tasks[0]", "replicas_mismatch", params={"role": "rollout", "replicas": 1, "count": 1})

@@ -1,4 +1,4 @@
-"""Committed query-count baseline of every list and detail API endpoint and page (issue 17; docs/api-standards.md).
+"""Committed query-count baseline of every list and detail API endpoint and page (docs/api-standards.md).
 
 Each URL is fetched twice (the first warms per-process caches) and the second GET's number of SQL queries is
 compared with ``tests/console/query_counts.json`` (one section per database vendor: SQLite locally, PostgreSQL in CI).

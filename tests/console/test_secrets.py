@@ -1,4 +1,4 @@
-"""No secret readable anywhere (issue 8 acceptance 3): the S3 secret, registry password and kubeconfig never
+"""No secret readable anywhere: the S3 secret, registry password and kubeconfig never
 appear in any page or API response (every enumerated route and every back-office page, as an admin) and are
 not stored in plain text (every row of every table is searched for the marker strings)."""
 

@@ -1,4 +1,4 @@
-"""The web tier serves users in parallel (issue 18): ``manage.py serve_web`` runs several daphne processes on one
+"""The web tier serves users in parallel: ``manage.py serve_web`` runs several daphne processes on one
 port, and while one user's slow request runs another user's job list answers within a second.
 
 The slow request is a real one: an admin registers a cluster whose API server hangs (the fake API server holds

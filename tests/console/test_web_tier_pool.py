@@ -1,4 +1,4 @@
-"""With ``RLARK_DB_POOL`` the web tier's workers reuse their PostgreSQL connections (issue 18: a new connection
+"""With ``RLARK_DB_POOL`` the web tier's workers reuse their PostgreSQL connections (a new connection
 with its password check cost ~13 ms, as much as the job list itself) and never pile them up: a burst of parallel
 requests all succeed ("sorry, too many clients already" answered 500s when finished requests' threads kept theirs),
 and a second burst opens no new connection. PostgreSQL only (``DATABASE_URL``); the database is the test's own.

@@ -1,4 +1,4 @@
-"""Issue 16, Minor 8: the websocket Origin check compares scheme, host and port with the request's own origin
+"""The websocket Origin check compares scheme, host and port with the request's own origin
 and CSRF_TRUSTED_ORIGINS (host names alone let another port or scheme on an allowed host in)."""
 
 from __future__ import annotations

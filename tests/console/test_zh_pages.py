@@ -176,7 +176,6 @@ def _pages(states) -> list[str]:
     for one in states.values():
         base = f"/jobs/{one.name}/"
         pages += [base + f"?tab={tab}" for tab in ("overview", "workers", "logs", "yaml")]
-        # the Metrics tab (its template and charts) is not checked here yet
         pages += [base + "diagnosis/", base + "run-check/"]
     return pages
 

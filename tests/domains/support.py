@@ -1,4 +1,4 @@
-"""Helpers of the network-domain tests (issue 13): isolated local clusters on a real root supervisor."""
+"""Helpers of the network-domain tests: isolated local clusters on a real root supervisor."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13 points 2 and 5(a): a job across two isolated clusters forms one real Ray cluster over its network domain.
+"""A job across two isolated clusters forms one real Ray cluster over its network domain.
 
 Real root supervisor, real network namespaces, real TUN devices, real SSH (asyncssh) between each member's network
 agent and the console's relay, real Ray. The Header is on cluster A, a rollout role x2 on cluster B; the job has

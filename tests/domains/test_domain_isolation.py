@@ -1,4 +1,4 @@
-"""Issue 13 point 4: isolation and lifecycle of the domain data path (real root supervisor, namespaces, TUN, SSH).
+"""Isolation and lifecycle of the domain data path (real root supervisor, namespaces, TUN, SSH).
 
 No Ray: every Worker serves HTTP on port 7000 (``python3 -m http.server``). Domain d1 (10.100.0.0/16) has a member
 on cluster A and one on cluster B; domain d2 (10.101.0.0/16) has a member on B; a job without a domain runs on A.

@@ -1,4 +1,4 @@
-"""Issue 13 point 1: isolated local clusters (real root supervisor, real network namespaces, no Ray).
+"""Isolated local clusters (real root supervisor, real network namespaces, no Ray).
 
 Two isolated clusters on one machine: each Worker has a network namespace of its own (``rlark-<cluster>.<pod>``) on
 its cluster's bridge; Workers of one cluster reach each other, Workers of two clusters cannot reach each other at

@@ -1,4 +1,4 @@
-"""Issue 13 point 3: the same cross-cluster job without a network domain does not form, the Diagnosis names the
+"""The same cross-cluster job without a network domain does not form, the Diagnosis names the
 cause, and the validator warns before submit.
 
 Real part (root, real namespaces, real Ray): Header on isolated cluster A, rollout x2 on isolated cluster B, no

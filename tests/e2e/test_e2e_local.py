@@ -1,4 +1,4 @@
-"""End-to-end acceptance of issue 4 on the real local runtime (``console_server`` = the console as
+"""End-to-end acceptance on the real local runtime (``console_server`` = the console as
 ``make run`` starts it: daphne, Celery worker + beat, local supervisor; real Ray nodes on loopback).
 
 Point 1: the demo job from examples/demo/job.yaml, created through the API, shows 3 Running Workers
@@ -31,7 +31,7 @@ from tests.processes import alive
 pytestmark = [pytest.mark.e2e, pytest.mark.ray, pytest.mark.browser]
 
 JOB = "e2e-cartpole"
-# Issue 4 asks for 60 s on this 2-core machine when it is otherwise idle. Other builders' tests share the
+# The target is 60 s on a 2-core machine that is otherwise idle. Other test runs may share the
 # cores, so the budget scales with the load average (at most 4x); the measured times are written to
 # test-artifacts/e2e-local-timings.json.
 LOAD = min(4.0, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
@@ -189,7 +189,7 @@ def test_demo_job_end_to_end(console_server, api, page, tmp_path):
         assert "\t100.64." in page.locator(f"[data-testid=pods-{JOB}-rollout-1]").inner_text()
         page.screenshot(path=str(ARTIFACTS / f"job-detail-workers-{lang}.png"), full_page=True)
         page.goto(f"{console_server.url}/jobs/{JOB}/?tab=logs")
-        # The embedded Logs panel (issue 6) opens on the header's log; filter to the marker line.
+        # The embedded Logs panel opens on the header's log; filter to the marker line.
         assert page.locator("[data-testid=logs-worker]").input_value() == f"{JOB}-header-0"
         page.fill("[data-testid=logs-filter]", "Ray cluster is ready")
         page.wait_for_function(
@@ -312,7 +312,7 @@ def single_header_job(name: str, run_script: str) -> dict:
 
 
 def test_run_script_exit_code_ends_the_job(console_server, api):
-    """Issue 7 on the real runtime: exit 0 -> Succeeded, exit 3 -> Failed naming the header; both then
+    """The run script's exit code on the real runtime: 0 -> Succeeded, exit 3 -> Failed naming the header; both then
     scaled to 0 (no process left) with their logs still readable."""
     jobs = {
         "e2e-exit-zero": "echo 'Global Step: 1/1'; exit 0",
@@ -385,7 +385,7 @@ def _pods_of(server, job: str) -> dict[str, dict]:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="Workers of a root console run as subordinate uids")
 def test_ordinary_user_cannot_reach_the_console_and_workers_survive_a_console_restart(console_server, api, tmp_path):
-    """Issue 16 points 1 and 4 on the real console: an ordinary user's demo job (3 real Ray nodes) whose run
+    """On the real console: an ordinary user's demo job (3 real Ray nodes) whose run
     script first tries to read the console's key, database, source and another job's work directory gets
     permission denied, runs as root inside and as a subordinate uid on the host, and still ends Succeeded.
     Then restarting the whole runconsole stack leaves a running job's Workers alone (same processes, 0
@@ -518,7 +518,7 @@ def _ok_job(api: Api, name: str) -> bool:
 
 
 def test_full_head_log_downloadable_after_stop_and_after_delete(console_server, api):
-    """Issue 16 point 5 on the real console and real Ray: a 5,000-line header log with the wrapper's
+    """On the real console and real Ray: a 5,000-line header log with the wrapper's
     ``Executing run script...`` marker is downloadable in full after Stop and, from the log archive, after
     Delete."""
     name, lines = "e2e-longlog", 5000

@@ -1,4 +1,4 @@
-"""Issue 6 acceptance 1 and 2 on the whole console (``console_server``: daphne, Celery, the local
+"""The Logs tab and the WebTerminal on the whole console (``console_server``: daphne, Celery, the local
 runtime supervisor, real Ray nodes on loopback) with the demo job of examples/demo/job.yaml:
 
 1. the Logs tab shows the header's ``Ray cluster is ready``; Live brings new ``Global Step`` lines
@@ -45,7 +45,7 @@ def running_job(console_server, tmp_path_factory):
     )
     api = Api(console_server, next(line[4:] for line in out.stdout.splitlines() if line.startswith("KEY=")))
     output = tmp_path_factory.mktemp("h7-output")
-    output.chmod(0o1777)  # the Workers run as an unprivileged uid (issue 16): let them write the checkpoints
+    output.chmod(0o1777)  # the Workers run as an unprivileged uid: let them write the checkpoints
     document = yaml.safe_load((ROOT / "examples/demo/job.yaml").read_text())
     document["metadata"]["name"] = JOB
     header = document["spec"]["tasks"][0]
@@ -164,7 +164,7 @@ def test_webterminal_on_a_local_worker(running_job, page, tmp_path):
     type_line(page, "exit")
     expect(page.locator('[data-testid="term-status"]')).to_have_text(
         "Session ended (exit code 0).",
-        timeout=15_000,  # the exit code once (issue 14.9)
+        timeout=15_000,  # the exit code once
     )
     wait_for(lambda: not any(psutil.pid_exists(pid) for pid in shells_before), 15, "the exec process to end")
     assert "Session ended (exit code 0)" in screen(page)

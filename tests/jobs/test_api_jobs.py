@@ -252,7 +252,7 @@ def test_delete_failure_is_reported_and_job_kept(api, monkeypatch):
 
     monkeypatch.setattr(controller, "delete", fail)
     r = api.delete("/api/v1/jobs/ppo-job/")
-    # the detail is one language (issue 14.7); the runtime's own words stay apart as the cause
+    # the detail is one language; the runtime's own words stay apart as the cause
     assert r.status_code == 503 and r.json()["detail"] == "删除失败：无法连接集群。"
     assert r.json()["code"] == "unreachable" and r.json()["cause"].startswith("cannot reach the Kubernetes API")
     en = api.delete("/api/v1/jobs/ppo-job/", HTTP_ACCEPT_LANGUAGE="en").json()

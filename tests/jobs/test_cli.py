@@ -169,7 +169,7 @@ def test_describe_names_a_succeeded_jobs_workers_as_the_workers_tab_does(
     tmp_path,
     capsys,
 ):
-    """Issue 14.9: the Workers of a Succeeded job (one Pod succeeded, one scaled down to "Stopped") are Completed
+    """The Workers of a Succeeded job (one Pod succeeded, one scaled down to "Stopped") are Completed
     in ``rlark describe`` exactly as on the Workers tab, in each language."""
     job, _ = job
     job.phase, job.message = "Succeeded", "Run script exited with code 0"

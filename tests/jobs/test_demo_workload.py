@@ -58,7 +58,7 @@ def sup(tmp_path_factory):
 
 
 def _loaded() -> bool:
-    """The 10 s stop target holds on an idle 2-core machine; other builders' test runs may load it."""
+    """The 10 s stop target holds on an idle 2-core machine; other test runs may load it."""
     return __import__("os").getloadavg()[0] > 4
 
 

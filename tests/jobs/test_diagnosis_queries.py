@@ -1,7 +1,7 @@
-"""Diagnosis and Run check in a constant number of queries whatever the Worker count (issue 18).
+"""Diagnosis and Run check in a constant number of queries whatever the Worker count.
 
-Issue 18 measured 209 queries for the Diagnosis tab and 206 for the Run check of a 20-role / 200-Worker job:
-one Task query (and a new runtime client) per Worker log. The job's Tasks and Pods are now loaded once per
+Reading Worker by Worker cost 209 queries for the Diagnosis tab and 206 for the Run check of a 20-role /
+200-Worker job: one Task query (and a new runtime client) per Worker log. The job's Tasks and Pods are loaded once per
 request, and the pages read each Worker's stored log scan (``jobs.models.PodLogScan``), not its log. Pinned here
 at 3 and at 200 Workers, cold (no stored scan: every log read once, through one runtime per cluster) and warm
 (fresh scans: no log read at all): the same count at both sizes, at most 15, and the page still shows what the

@@ -1,4 +1,4 @@
-"""One status headline per state (issue 14.3) and honest labels once a job has ended (issue 14.9): the detail
+"""One status headline per state and honest labels once a job has ended: the detail
 header, the Workers tab, the jobs list and the Metrics rows read them from ``jobs.observe.headline``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 16, Major 2: no request can freeze the console. Every user-controlled size is bounded before a regex or
+"""No request can freeze the console. Every user-controlled size is bounded before a regex or
 an allocation sees it; the secret detection is linear (timed as a RATIO of 1 MB to 1 KB inputs, never as an
 absolute time, so a loaded CI machine does not make it flaky); the RLinf planner caps ``cluster.num_nodes``."""
 

@@ -1,4 +1,4 @@
-"""Issue 5 acceptance 1, end to end in-process: register a Kubernetes cluster (the fake API server over real
+"""A Kubernetes job end to end in-process: register a Kubernetes cluster (the fake API server over real
 HTTP), see its nodes, submit a 3-role job through the jobs API, see the StatefulSets/Service/ConfigMaps/PVC/Secret
 exactly as built by the manifests, Pods progressing in the Workers tab, logs (incl. previous), an exec stream,
 stop (replicas 0), start, delete (nothing left) - through the real controller and status sync."""

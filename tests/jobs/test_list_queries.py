@@ -1,8 +1,8 @@
-"""Job lists cost the same number of queries at any size and any page (issue 18), and use the list indexes.
+"""Job lists cost the same number of queries at any size and any page, and use the list indexes.
 
 A small fleet (12 jobs) and a large one (240 jobs, 480 Tasks, 720 Pods), the first and the last page of the HTML
 list, the API and the back office, as a staff user (every job) and as an owner. The Worker counts the page shows
-come from the page's own Tasks (issue 18: "aggregate Task counts only for the page shown").
+come from the page's own Tasks (Task counts are aggregated only for the page shown).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 16, point 5: the full log of every Worker instance is archived (gzip) when a job stops, ends or is
+"""The full log of every Worker instance is archived (gzip) when a job stops, ends or is
 deleted, under a per-job cap the admin sets; it stays downloadable after Stop and, after Delete, until the
 retention period ends. Against the real local runtime (supervisor process, Worker processes)."""
 

@@ -1,4 +1,4 @@
-"""The log scanner's one-search prefilters change no result (issue 18: they replaced ~20 searches a line).
+"""The log scanner's one-search prefilters change no result (they replace ~20 searches a line).
 
 Every line below goes through the prefiltered function and through the full patterns it stands for; they must
 agree (``looks_like_error``, ``match_marker``) or the prefilter must let every possible match through

@@ -1,4 +1,4 @@
-"""Issue 11: the periodic Header log probes of a steady cycle are bounded and spread out.
+"""The periodic Header log probes of a steady cycle are bounded and spread out.
 
 1,000 running Headers that a forced cycle read together must not all be read again in one later cycle (that
 cycle took 2.8 s at 1,000 jobs in ``bench/sync.py``): each comes due at its own time within [0.5, 1.5) ×

@@ -1,4 +1,4 @@
-"""The stored, incremental log scan gives what the scan of the whole text gives (issue 18).
+"""The stored, incremental log scan gives what the scan of the whole text gives.
 
 ``ScanState`` is what ``jobs.models.PodLogScan`` stores: the Diagnosis tab and the Run check read it instead of the
 logs, and ``jobs.observe.log_scans`` feeds it only what a log appended. For every log the diagnosis and run check

@@ -1,4 +1,4 @@
-"""Stored log scans behind the Diagnosis tab and the Run check (issue 18; ``jobs.observe.log_scans``).
+"""Stored log scans behind the Diagnosis tab and the Run check (``jobs.observe.log_scans``).
 
 A first visit scans every Worker's log (the page is never empty); later visits within ``RLARK_LOG_SCAN_MAX_AGE``
 read no log at all and say how old the results are; older scans are refreshed in the background (one task per job

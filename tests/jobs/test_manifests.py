@@ -1,5 +1,5 @@
 """Golden tests of ``jobs.jobspec.manifests``: a real 3-role Job YAML -> StatefulSets, Service, ConfigMaps, PVCs,
-registry Secret, exactly as specified (issue 5 acceptance 1; upstream-rlark 4 without its flaws).
+registry Secret, exactly as specified (upstream-rlark 4 without its flaws).
 
 Regenerate the golden file after an intended change with ``RLARK_UPDATE_GOLDEN=1 .venv/bin/pytest
 tests/jobs/test_manifests.py`` and review the diff.
@@ -158,7 +158,7 @@ def test_env_order_exactly_as_upstream():
         "POD_NAME",
         "RLARK_TOTAL_NODES",
         "RLARK_NODE_IP",
-        "RLARK_RUN_ID",  # RLark goes further: the per-run output prefix (issue 14.2), after upstream's env
+        "RLARK_RUN_ID",  # RLark goes further: the per-run output prefix, after upstream's env
     ]
     envmap = {e["name"]: e for e in main_of(actor)["env"]}
     assert envmap["RLARK_SSH_PUBLIC_KEYS"]["value"] == "\n".join(KEYS)

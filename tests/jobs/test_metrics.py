@@ -162,7 +162,7 @@ def test_tensorboard_scalars_from_real_event_files(job, monkeypatch, client, adm
     resp = client.get(f"/jobs/{job.name}/metrics/", HTTP_ACCEPT_LANGUAGE="en")
     page = resp.content.decode()
     assert 'id="metrics-charts"' in page and "/static/vendor/echarts.min.js" in page  # drawn by static/js/metrics.js
-    groups = resp.context["chart_data"]["scalars"]  # grouped as TensorBoard groups tags (issue 14.12)
+    groups = resp.context["chart_data"]["scalars"]  # grouped as TensorBoard groups tags
     assert [g["name"] for g in groups] == ["env", "train"]
     success = groups[0]["charts"][0]
     assert success["tag"] == "env/success_once" and success["series"][0]["run"] == "2026-01-01-run"

@@ -1,4 +1,4 @@
-"""Issue 16 Major 7: many replicas, no double work.
+"""Many replicas, no double work.
 
 Two web processes (daphne) and two Celery worker processes, plus one beat, run against one PostgreSQL database and
 one Redis, as in production. 50 concurrent start / stop / edit actions hit one Kubernetes job (on the fake API
@@ -121,7 +121,7 @@ def stack(tmp_path):
     logs.mkdir()
     ports = [free_port(), free_port()]
     specs = {
-        f"web{i}": [str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(p), "rlark_console.asgi:application"]
+        f"web{i}": [str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(p), "launcher.asgi:application"]
         for i, p in enumerate(ports)
     }
     for i in range(2):

@@ -1,4 +1,4 @@
-"""Issue 16, Minor 8: odd JSON bodies are 400s with a localized message, never 500s (one parser and one field
+"""Odd JSON bodies are 400s with a localized message, never 500s (one parser and one field
 flattener for every admin endpoint, a depth-bounded JSON reader for jobs)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""GPUs per Worker from an RLinf import (issue 14.1): every sample config, per role, with explicit expectations.
+"""GPUs per Worker from an RLinf import: every sample config, per role, with explicit expectations.
 
 Expected values were computed by reading each config (rlinf.md 4.4: "highest resource rank + 1 spread over the
 nodes"; a robot group's placement ids number robots, not GPUs; ``all`` says nothing without

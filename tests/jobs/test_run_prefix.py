@@ -1,5 +1,6 @@
-"""Per-run output prefix (issue 14.2; seed 02 check 5): two runs share one host folder, the Metrics tab and the Run
-check of the current run read only ``$RLARK_RUN_ID``'s files, and the demo job writes under that prefix."""
+"""Per-run output prefix (seed 02-confirm-job-running.txt, check 5): two runs share one host folder, the Metrics
+tab and the Run check of the current run read only ``$RLARK_RUN_ID``'s files, and the demo job writes under
+that prefix."""
 
 from __future__ import annotations
 

@@ -281,7 +281,7 @@ def test_markdown_record_follows_seed_template(demo):
     assert len(rows) == 6
     for row in rows[:5]:
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
-        # the record's times are in the pages' zone, labelled (issue 14.8)
+        # the record's times are in the pages' zone, labelled
         assert len(cells) == 5 and cells[1] == "符合预期" and cells[2].endswith(" " + timezone.localtime().tzname())
     assert rows[5].split("|")[2].strip() == "待确认"
     assert "- Job 名称：demo" in lines

@@ -1,4 +1,4 @@
-"""Issue 16 Major 6: a cluster that accepts connections but never answers must not slow the others.
+"""A cluster that accepts connections but never answers must not slow the others.
 
 Two Kubernetes clusters on two fake API servers (the fake is used here for a fault a real API server cannot be made
 to produce on demand: an answer that never comes). One of them hangs every request for 30 s; the sync cycle still

@@ -1,4 +1,4 @@
-"""Issue 11 "the cost of sync must not grow with the number of jobs" and "log signals are read incrementally",
+"""The cost of sync must not grow with the number of jobs, and log signals are read incrementally,
 against the in-memory runtime (tests/fake_runtime.py) and, for the Kubernetes log cursor, the fake API server:
 
 - a steady cycle (nothing changed) costs the same number of DB queries with 10 and with 100 active jobs, one Pod

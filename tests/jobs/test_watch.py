@@ -1,4 +1,4 @@
-"""Issue 11 "Status that follows changes at once": per-cluster watches of Pods and StatefulSets.
+"""Status that follows changes at once: per-cluster watches of Pods and StatefulSets.
 
 Watch mechanics (resume from the last resourceVersion, relist on ``410 Gone``, bookmarks) are driven against the
 fake API server here because ``410 Gone`` on demand needs a compaction the test controls (``FakeKubernetes.compact``);

@@ -50,7 +50,7 @@ def test_job_type_templates_and_new_role_defaults():
     wz.add_role(state, CLUSTERS)
     wz.add_role(state, CLUSTERS)
     assert [r.name for r in state.roles] == ["new-role", "new-role-2"]
-    assert [r.template_name for r in state.roles] == ["new-role", "new-role-2"]  # no "-20-": valid as they are
+    assert [r.template_name for r in state.roles] == ["new-role", "new-role-2"]  # no "-20-"
     assert state.roles[0].gpu == "0"
 
 

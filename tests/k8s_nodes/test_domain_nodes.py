@@ -24,8 +24,8 @@ import yaml
 from rest_framework.test import APIClient
 
 from domains import dataplane
+from domains import sidecar as network_sidecar
 from domains.models import Domain
-from jobs.jobspec import network_sidecar
 from rlark_console.db_threads import in_thread
 from tests.domains.support import RelayThread
 from tests.k8s_nodes.conftest import CLUSTER, RealCluster, namespace_containers, stop_all

@@ -1,4 +1,4 @@
-"""A cluster's page lists the namespaces and StorageClasses the REAL cluster has (issue 15 point 6), through the
+"""A cluster's page lists the namespaces and StorageClasses the REAL cluster has, through the
 runtime interface with the ``rlark-console`` ServiceAccount of ``deploy/rbac.yaml``: which ones the console manages,
 which only exist in the cluster, a console record the cluster lacks; an RBAC without the optional list verbs and an
 unreachable API server each give a localized sentence instead of the console's own records."""

@@ -1,4 +1,4 @@
-"""Issue 11: one cluster whose API server process stops must not delay the status of the others; it shows
+"""One cluster whose API server process stops must not delay the status of the others; it shows
 Offline with the reason and comes back by itself when its API server is back. Cluster B has a control plane of
 its own (same etcd, certificates and port when restarted), cluster A is the session's."""
 

@@ -1,4 +1,4 @@
-"""Issue 14.6b against the REAL control plane: the Kubernetes runtime reports every container of a Pod from its spec
+"""Against the REAL control plane: the Kubernetes runtime reports every container of a Pod from its spec
 and status (``main``, a native sidecar = an init container with ``restartPolicy: Always``, a plain init container),
 and reads a chosen container's log through the real ``pods/log`` (kwok serves the files named by a ``Logs`` object);
 the local runtime reports ``main`` only."""

@@ -1,4 +1,4 @@
-"""Issue 13 point 6 against the REAL control plane: a Kubernetes job with ``spec.domain`` gets the network agent as
+"""Against the REAL control plane: a Kubernetes job with ``spec.domain`` gets the network agent as
 a native sidecar (an init container with ``restartPolicy: Always``), with ``NET_ADMIN`` only, not privileged, no
 ``hostNetwork``, the cluster's configured agent image, and the member Secret mounted; the real API server accepts the
 StatefulSets, the real StatefulSet controller creates Pods that carry it, and they run (kwok)."""
@@ -11,8 +11,8 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
+from domains import sidecar as network_sidecar
 from domains.models import Domain
-from jobs.jobspec import network_sidecar
 from tests.k8s_real.conftest import wait_for
 from tests.k8s_real.jobs import document, running, synced, task
 

@@ -1,4 +1,4 @@
-"""Issue 16, Minor 8, against the real control plane: a WebTerminal through the API server's ``pods/exec`` gets
+"""Against the real control plane: a WebTerminal through the API server's ``pods/exec`` gets
 LC_CTYPE/LANG = C.UTF-8 when the container sets none, so CJK input round-trips."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 11 point 6: Worker failures made by kwok stages on real Pods (``rlark.test/fault`` annotations, see
+"""Worker failures made by kwok stages on real Pods (``rlark.test/fault`` annotations, see
 ``tools/k8s/kwok.yaml``) and a Header Pod deleted through the real API server (the StatefulSet controller then
 recreates it with a new UID)."""
 

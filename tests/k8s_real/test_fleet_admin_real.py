@@ -1,4 +1,4 @@
-"""The fleet back office against the REAL control plane (issue 15): console-owned node metadata survives the
+"""The fleet back office against the REAL control plane: console-owned node metadata survives the
 node sync and its labels are written back to the Node; cordon really sets ``spec.unschedulable``; a
 control-plane Node is a system node kept out of the listing."""
 

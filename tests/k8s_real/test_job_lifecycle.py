@@ -1,4 +1,4 @@
-"""Issue 11, points 1-3 against the real control plane: registration and nodes; a 2-role job through the REST
+"""Against the real control plane: registration and nodes; a 2-role job through the REST
 API (real StatefulSet controller, scheduler and kwok kubelets); stop, start, edit that removes a role, delete
 with real garbage collection."""
 

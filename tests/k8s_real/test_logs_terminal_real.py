@@ -1,4 +1,4 @@
-"""Issue 11 point 5: the Logs tab (tail, live), the full download and the WebTerminal end to end through the REAL
+"""The Logs tab (tail, live), the full download and the WebTerminal end to end through the REAL
 API server's ``pods/log`` and ``pods/exec`` (kwok plays the kubelet: it serves the log file named by a ``Logs``
 object and runs exec commands in a scratch directory), through the console's Channels consumers."""
 

@@ -1,4 +1,4 @@
-"""Issue 11 point 4: pending reasons produced by the REAL scheduler, StatefulSet controller, PV controller and
+"""Pending reasons produced by the REAL scheduler, StatefulSet controller, PV controller and
 ResourceQuota admission, shown by the console's diagnosis API (``pending``) in words a researcher understands.
 
 The console validates against its own node inventory, so each case makes the cluster change behind that

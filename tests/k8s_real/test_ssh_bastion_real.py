@@ -1,4 +1,4 @@
-"""Issue 12 against the REAL Kubernetes control plane: ``ssh -J`` (Debian's OpenSSH client) through the console's
+"""The SSH bastion against the REAL Kubernetes control plane: ``ssh -J`` (Debian's OpenSSH client) through the console's
 bastion reaches a Worker Pod through the API server's ``pods/exec`` (kwok's ``Exec`` runs the commands in a scratch
 directory on this machine), with the ``rlark-console`` ServiceAccount's RBAC. Commands without a PTY (the agent
 path: stdin, stdout, stderr) and with a PTY (its size, and a resize that follows the client's terminal) both work;

@@ -1,4 +1,4 @@
-"""Issue 11 "Status that follows changes at once", against the REAL control plane (kube-apiserver + kwok):
+"""Status that follows changes at once, against the REAL control plane (kube-apiserver + kwok):
 
 - log signals are read from a cursor through the real ``pods/log`` (``timestamps=true``, ``sinceTime``): a header
   that prints 5,000 lines right after ``Ray cluster is ready`` before the first sync still leaves Pending, and the

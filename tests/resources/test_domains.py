@@ -1,4 +1,4 @@
-"""Network domains (issue 8, seed 04, upstream 12.3): each CIDR rule, the allocation rules, concurrency on
+"""Network domains (seed 04, upstream 12.3): each CIDR rule, the allocation rules, concurrency on
 PostgreSQL, deletion refused while an active job uses the domain, API and admin pages."""
 
 from __future__ import annotations
@@ -312,7 +312,7 @@ def test_overlapping_domains_for_cluster_registration():
 
 
 def test_api_create_errors_are_localized(client, admin_user):
-    """Issue 14.7: no English detail under a Chinese page."""
+    """No English detail under a Chinese page."""
     _domain("taken", "10.62.0.0/16")
     client.force_login(admin_user)
     for lang, exists, required in (

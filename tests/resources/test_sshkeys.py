@@ -1,4 +1,4 @@
-"""SSH public keys (issue 8): every accept/reject rule, fingerprints equal to ``ssh-keygen -lf``, the page
+"""SSH public keys: every accept/reject rule, fingerprints equal to ``ssh-keygen -lf``, the page
 and ``/api/v1/ssh-keys/`` (201/400 codes/409, users see only their own keys)."""
 
 from __future__ import annotations
@@ -263,7 +263,7 @@ def test_page_add_list_delete(client, alice, bob, ed_pub, keydir):
         not in client.post(
             "/ssh-keys/", {"name": "oops", "key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n"}
         ).content.decode()
-    )  # never echoed back into the form (issue 14.11)
+    )  # never echoed back into the form
     assert 'data-testid="ssh-key-cleared"' in bad.content.decode()
     dup = client.post("/ssh-keys/", {"name": "again", "key": ed_pub})
     assert dup.status_code == 409

@@ -1,4 +1,4 @@
-"""Storage classes per cluster (issue 8 "Storage", upstream 13): validation, secret write-only, API filtered by
+"""Storage classes per cluster (upstream 13): validation, secret write-only, API filtered by
 cluster, the user page without secrets, the local-runtime directory and the back-office form."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The audit row of a Worker session (issue 12) is closed even when the session is over before the row exists.
+"""The audit row of a Worker session is closed even when the session is over before the row exists.
 
 ``ssh -tt <pod> "exit 5"`` can end within the time the bastion takes to write the session's row in a database
 thread. The row's close must wait for its creation: a row left open says someone is still connected to the

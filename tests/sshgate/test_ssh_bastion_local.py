@@ -1,4 +1,4 @@
-"""Issue 12 on the whole console (``console_server``: runconsole starts the SSH bastion beside daphne, Celery and
+"""The SSH bastion on the whole console (``console_server``: runconsole starts the SSH bastion beside daphne, Celery and
 the local supervisor with real Ray Workers), with Debian's real OpenSSH client (``/usr/bin/ssh``, ``scp``,
 ``sftp``) against the demo job of examples/demo/job.yaml:
 

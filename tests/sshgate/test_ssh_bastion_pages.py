@@ -1,4 +1,4 @@
-"""Issue 12, the console side of the bastion: the Workers tab's ``ssh -J`` command, who is connected now, the SSH
+"""The console side of the SSH bastion: the Workers tab's ``ssh -J`` command, who is connected now, the SSH
 keys page's flow and host key fingerprint (zh and en), ``GET /api/v1/ssh/`` with the job policy, ``rlark ssh-config``
 and the Worker choice of ``rlark ssh``, and the access decisions (registered keys only, a deleted key at once)."""
 

@@ -214,7 +214,7 @@ async def test_throttled_stream_catches_up_without_gaps(runtime, job, alice, mon
 
 
 async def test_targets_say_when_the_stream_has_ended(runtime, job, alice, fast):
-    """Issue 14.9: ``ended`` only once the job is over and no Worker can write more (the page then says "Stream
+    """``ended`` only once the job is over and no Worker can write more (the page then says "Stream
     ended" instead of "Streaming"); a new run streams again."""
     from jobs.models import Job, Pod
 

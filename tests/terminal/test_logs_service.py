@@ -212,7 +212,7 @@ def test_logs_panel_tag_embeds_the_tab_in_another_page(rf, runtime, job, alice):
 
 
 def test_read_before_brings_the_lines_just_above_the_tail(runtime, job):
-    """Issue 14.5 "load older": the 5000 lines before the first line the page holds, in order."""
+    """Load older: the 5000 lines before the first line the page holds, in order."""
     runtime.append_log(NS, "demo-actor-0", "".join(f"line {i}\n" for i in range(12_000)))
     t = _targets(job)["demo-actor-0"]
     tail = logs.read_tail(runtime, t)
@@ -227,7 +227,7 @@ def test_read_before_brings_the_lines_just_above_the_tail(runtime, job):
 
 
 def test_rotated_log_is_marked_not_glued(runtime, job):
-    """Issue 14.6: a log file replaced by a shorter one under a live stream is reported as rotated."""
+    """A log file replaced by a shorter one under a live stream is reported as rotated."""
     t = _targets(job)["demo-actor-0"]
     runtime.append_log(NS, "demo-actor-0", "".join(f"old {i}\n" for i in range(50)))
     cursor = logs.read_tail(runtime, t).cursor

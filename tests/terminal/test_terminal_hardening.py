@@ -1,4 +1,4 @@
-"""Issue 16, Minor 8: terminal downloads resolve the whole path inside the Worker's root; a reconnecting browser
+"""Terminal downloads resolve the whole path inside the Worker's root; a reconnecting browser
 gets its shell back within the grace period, otherwise a new shell and a plain "new shell" frame."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The Logs tab and WebTerminal consumers on the Kubernetes runtime, against the fake API server
-(pods/log over HTTP, pods/exec over a websocket with the channel protocol) - issue 6 acceptance 3."""
+(pods/log over HTTP, pods/exec over a websocket with the channel protocol)."""
 
 from __future__ import annotations
 

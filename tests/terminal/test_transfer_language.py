@@ -1,4 +1,4 @@
-"""Issue 14.7: terminal file-transfer refusals are in the page's language, not a Chinese prefix with an English
+"""Terminal file-transfer refusals are in the page's language, not a Chinese prefix with an English
 detail; the websocket's language comes from the language cookie, else Accept-Language."""
 
 from __future__ import annotations

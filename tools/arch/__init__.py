@@ -1,1 +1,1 @@
-"""Architecture tools: the project's import graph and its function-level imports (issue 17)."""
+"""Architecture tools: the project's import graph and its function-level imports (docs/architecture.md)."""

@@ -1,4 +1,4 @@
-"""Count function-level imports of project modules (issue 17: at most 10 in jobs/, clusters/, terminal/).
+"""Count function-level imports of project modules (at most 10 in jobs/, clusters/, terminal/).
 
 An import inside a function body is a hidden edge of the import graph; each one that remains must say why
 on its line or the line above with ``# local import: <reason>``.

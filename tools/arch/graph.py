@@ -1,4 +1,4 @@
-"""Draw the import graph of the project's modules and report its cycles (issue 17).
+"""Draw the import graph of the project's modules and report its cycles.
 
 Usage: ``python -m tools.arch.graph OUT_STEM [--squash]`` writes ``OUT_STEM.dot``, ``OUT_STEM.svg`` and ``OUT_STEM.png``
 (the last two when Graphviz ``dot`` is on PATH) and prints the strongly connected components (import cycles)

@@ -1,8 +1,8 @@
 """Run the local-runtime supervisor (owner of every local Worker process) in the foreground.
 
 Started by ``manage.py runconsole`` (``make run``) in a session of its own, and left running when
-runconsole stops, so local Workers outlive a restart of the web server, Celery and beat (issue 16,
-point 4). ``--stop`` stops the running supervisor of the state directory (and with it every Worker).
+runconsole stops, so local Workers outlive a restart of the web server, Celery and beat.
+``--stop`` stops the running supervisor of the state directory (and with it every Worker).
 Stops every Worker on SIGTERM/SIGINT unless ``--keep-pods`` (or ``RLARK_LOCAL_KEEP_PODS=1``); a restarted
 supervisor adopts Workers still alive.
 The command replaces itself (same PID) with ``python -m clusters.runtime.local`` (the supervisor), which does

@@ -1,4 +1,4 @@
-"""The Kubernetes runtime (issue 5): ``KubernetesRuntime(cluster)`` over the official ``kubernetes`` client."""
+"""The Kubernetes runtime: ``KubernetesRuntime(cluster)`` over the official ``kubernetes`` client."""
 
 from clusters.runtime.kubernetes.runtime import NO_SHELL, KubeExecStream, KubernetesRuntime
 

@@ -1,4 +1,4 @@
-"""Network-domain members on the local runtime (issue 13 point 2): the network agent beside each member Worker.
+"""Network-domain members on the local runtime: the network agent beside each member Worker.
 
 The console pushes each cluster's members (``op_set_domain_members``; shape below) once it has allocated their
 domain IPs. A member Worker of an isolated cluster starts like a Pod with a native sidecar on Kubernetes: first its

@@ -1,4 +1,4 @@
-"""Subordinate ids for local Workers (issue 16, point 1): root in a Worker is an unprivileged host uid.
+"""Subordinate ids for local Workers: root in a Worker is an unprivileged host uid.
 
 A root supervisor owns one range of subordinate uids and gids (``/etc/subuid``, ``/etc/subgid``, the
 way rootless container runtimes do) and gives each job a slot of :data:`SLOT` ids: root in that job's

@@ -7,7 +7,7 @@ a private ``/tmp`` holding Ray's default temp dir ``/tmp/ray`` (short, so Ray's 
 whose teardown kills every process left. The network namespace is the host's: each Ray node gets its own
 ports (``RLARK_LOCAL_RAY_START_ARGS``) and stays on 127.0.0.1 (``clusters/scripts/local``).
 
-Unprivileged (issue 16, point 1): when the supervisor runs as root, podinit.sh sets the mounts up as root
+Unprivileged: when the supervisor runs as root, podinit.sh sets the mounts up as root
 and then enters a user namespace in which root maps to the job's subordinate id range
 (``ids=(first_host_id, count)``, from ``/etc/subuid``/``/etc/subgid`` via ``newuidmap``/``newgidmap``, see
 :mod:`.idmap`), so the container command runs as an unprivileged host uid with no capability over the
@@ -97,7 +97,7 @@ def namespace_command(user_ns: bool = True) -> list[str]:
 
 
 def netns_prefix(netns: str | None) -> list[str]:
-    """``nsenter --net=<netns>`` (a Worker of an isolated cluster, issue 13), or nothing."""
+    """``nsenter --net=<netns>`` (a Worker of an isolated cluster), or nothing."""
     if not netns:
         return []
     return [shutil.which("nsenter") or "/usr/bin/nsenter", f"--net={netns}", "--"]
@@ -291,7 +291,7 @@ def spawn(
     process, leader of its own process group (``pgid == pid``). ``log_path`` defaults to
     ``<pod_dir>/main.log``; ``workdir`` is a path inside the Worker. ``ids`` = (first host uid/gid,
     count) maps the Worker's root to that range (the caller must be root and own it in /etc/subuid);
-    ``hidden`` are the roots of :func:`hide_plan`. ``netns`` (a path under /run/netns, issue 13) is joined
+    ``hidden`` are the roots of :func:`hide_plan`. ``netns`` (a path under /run/netns) is joined
     first, so every namespace made after it, the id-mapped user namespace included, lives in that network
     namespace without any capability over it. The Worker's home and work directories must already belong to
     ``ids[0]``."""

@@ -1,4 +1,4 @@
-"""Isolated networks of local clusters (issue 13 point 1): one network namespace per cluster and per Worker.
+"""Isolated networks of local clusters: one network namespace per cluster and per Worker.
 
 Only a root supervisor can build them (``ip netns``/veth/bridge need ``CAP_NET_ADMIN`` in the host's network
 namespace); :func:`available` says whether it can. Layout, for a cluster with index ``c`` (0..253, kept in the

@@ -173,7 +173,7 @@ class LocalRuntime(Runtime):
     # ---- Runtime API -------------------------------------------------------------------------
     @property
     def isolated(self) -> bool:
-        """The cluster's Workers get a network namespace each (``Cluster.isolated_network``, issue 13)."""
+        """The cluster's Workers get a network namespace each (``Cluster.isolated_network``)."""
         return bool(getattr(self.cluster, "isolated_network", False))
 
     def ping(self) -> None:
@@ -293,7 +293,7 @@ class LocalRuntime(Runtime):
     def pod_metrics(self, namespace: str, job: str) -> dict[str, dict[str, float]] | None:
         return self._call("pod_metrics", job=job)
 
-    # ---- what the cluster has (issue 15 point 6) ----------------------------------------------
+    # ---- what the cluster has ------------------------------------------------------------------
     def list_namespaces(self) -> list[str]:
         """The namespaces of the Tasks the supervisor runs for this cluster (stopped ones included)."""
         return list(self._call("list_namespaces") or [])
@@ -312,7 +312,7 @@ class LocalRuntime(Runtime):
             out.append(StorageClassInfo(name=d.name, provisioner="rlark.io/local-directory", claims=claims))
         return out
 
-    # ---- per-cluster calls of the status sync (issue 11) ---------------------------------------
+    # ---- per-cluster calls of the status sync --------------------------------------------------
     def prepare_for_thread(self) -> None:
         if self._nodes is None:
             self._nodes = self._node_specs()  # the virtual nodes come from the database
@@ -380,8 +380,8 @@ def _tail(f, lines: int) -> bytes:
 class LocalExecStream:
     """An interactive shell in a local Worker: ``nsenter`` into the Worker's user, mount, PID and
     UTS namespaces, the Worker's env and working directory, ``bash -l`` (else ``sh``) on a PTY.
-    nsenter enters the user namespace last and becomes its root, i.e. the Worker's unprivileged host uid
-    (issue 16): the shell sees and may do exactly what the Worker may. Implements
+    nsenter enters the user namespace last and becomes its root, i.e. the Worker's unprivileged host uid:
+    the shell sees and may do exactly what the Worker may. Implements
     :class:`clusters.runtime.base.ExecStream`."""
 
     def __init__(self, ns_pid: int, env: dict[str, str], workdir: str, command: list[str] | None = None) -> None:

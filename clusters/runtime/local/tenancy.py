@@ -3,7 +3,8 @@
 A root console gives every local job a network namespace of its own (netns.py: job networks), so any number of
 users share a local cluster. A console that cannot make one (not root, or ``RLARK_LOCAL_JOB_NETWORKS=0``) runs
 every Worker on the host's loopback, where one job's ports are open to every other job's code: such a cluster is
-**single-user**, and a job of a second user is refused while another user's job is active there.
+**single-user**, and a job of a second user is refused while another user's job is active there
+(``jobs.control.tenancy``).
 """
 
 from __future__ import annotations
@@ -11,9 +12,6 @@ from __future__ import annotations
 import os
 
 from clusters.runtime.local import netns
-from jobs.models import Task
-
-FINISHED_PHASES = ("Succeeded", "Failed")
 
 
 def job_networks() -> bool:
@@ -24,15 +22,3 @@ def job_networks() -> bool:
 def single_user() -> bool:
     """Local clusters are single-user on this console (the opposite of :func:`job_networks`)."""
     return not job_networks()
-
-
-def occupants(cluster: str, user, *, exclude_job=None) -> list[str]:
-    """User names, sorted, of the other users whose jobs are active (not stopped, not finished) on the local
-    ``cluster``; empty when local clusters are not single-user here. One query."""
-    if not single_user():
-        return []
-    tasks = Task.objects.filter(cluster__name=cluster, cluster__runtime="local", job__stopped=False)
-    tasks = tasks.exclude(job__phase__in=FINISHED_PHASES).exclude(job__owner=user)
-    if exclude_job is not None:
-        tasks = tasks.exclude(job=exclude_job)
-    return sorted(set(tasks.values_list("job__owner__username", flat=True)))

@@ -1,4 +1,4 @@
-"""``manage.py domain_relay``: the console's network-domain relay (issue 13, ``domains.relay``).
+"""``manage.py domain_relay``: the console's network-domain relay (``domains.relay``).
 
 Listens on 127.0.0.1, on the console address of the isolated clusters (``100.127.255.1``) and on the addresses
 of ``RLARK_DOMAIN_RELAY_LISTEN`` (where Kubernetes Pods reach the console) at ``RLARK_DOMAIN_RELAY_PORT``

@@ -1,4 +1,4 @@
-"""``manage.py sshgate``: the SSH bastion (issue 12). Started by ``runconsole`` (``make run``) and as its own
+"""``manage.py sshgate``: the SSH bastion. Started by ``runconsole`` (``make run``) and as its own
 ``docker-compose.yml`` service. SIGINT/SIGTERM close every session with a message, then exit."""
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from django.views.generic.base import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts import views as account_views
+from jobs.web import overview as overview_views
 
 admin.site.site_header = "RLark Console"
 admin.site.site_title = "RLark Console"
@@ -28,7 +29,7 @@ api_v1 = [
 ]
 
 urlpatterns = [
-    path("", account_views.overview, name="overview"),
+    path("", overview_views.overview, name="overview"),
     # browsers (and the admin pages, which have no icon link) ask for /favicon.ico: no 404 on every page
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("login/", account_views.RateLimitedLoginView.as_view(), name="login"),

@@ -1,6 +1,6 @@
 """A self-contained console serving one demo job from a :class:`~terminal.demo_runtime.DirRuntime`.
 
-``python -m terminal.demo --dir /tmp/x --port 8765`` creates a fresh SQLite database in ``--dir``,
+``python -m launcher.terminal_demo --dir /tmp/x --port 8765`` creates a fresh SQLite database in ``--dir``,
 users ``alice`` / ``bob`` (password ``demo-pass-1``) and ``admin`` (staff), job ``demo`` owned by
 alice with Pods ``demo-actor-0``, ``demo-actor-1`` and ``demo-rollout-0`` whose logs keep growing
 (``Global Step N`` every second), then serves the ASGI app with daphne. Used by the browser tests
@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from terminal.demo_users import NS, PASSWORD  # noqa: F401 - re-exported for the tests and bench/
+from launcher.demo_users import NS, PASSWORD  # noqa: F401 - re-exported for the tests and bench/
 
 
 def _header(rank: int, role: str) -> str:
@@ -84,10 +84,14 @@ def main(argv: list[str] | None = None) -> None:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from terminal import demo_app  # local import: it loads the models; the settings come from --dir, set above
+    from launcher import terminal_demo_app  # local import: it loads the models; the settings come from --dir, set above
 
-    registry, application = demo_app.registry, demo_app.application
-    use_runtime_factory, DirRuntime, seed_job = demo_app.use_runtime_factory, demo_app.DirRuntime, demo_app.seed_job
+    registry, application = terminal_demo_app.registry, terminal_demo_app.application
+    use_runtime_factory, DirRuntime, seed_job = (
+        terminal_demo_app.use_runtime_factory,
+        terminal_demo_app.DirRuntime,
+        terminal_demo_app.seed_job,
+    )
 
     call_command("migrate", verbosity=0, interactive=False)
     users = get_user_model().objects
@@ -107,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     runtime.append_log(NS, "demo-actor-1", history)
     runtime.append_log(NS, "demo-rollout-0", "[rlark] worker joined the Ray cluster\n")
-    # issue 14.6b: demo-actor-1 also runs a native sidecar (the domain network agent) and had an init container
+    # demo-actor-1 also runs a native sidecar (the domain network agent) and had an init container
     runtime.add_container(NS, "demo-actor-1", "net-agent", "sidecar")
     runtime.add_container(NS, "demo-actor-1", "prepare", "init")
     runtime.append_container_log(NS, "demo-actor-1", "net-agent", "[net-agent] domain network up (10.77.0.2/24)\n")

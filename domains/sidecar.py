@@ -1,4 +1,4 @@
-"""The network agent of a Kubernetes Task with ``spec.domain`` (issue 13 point 6): a native sidecar.
+"""The network agent of a Kubernetes Task with ``spec.domain``: a native sidecar.
 
 :func:`add` puts the agent first among the Pod's init containers with ``restartPolicy: Always`` (a native sidecar,
 Kubernetes >= 1.28: it starts before ``main`` and runs beside it), adds its volumes and returns the Secret it reads:

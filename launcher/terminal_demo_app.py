@@ -1,8 +1,8 @@
-"""What ``terminal.demo`` uses once Django is set up (importing this module loads the models, so the demo imports
-it only after it has pointed the settings at its own ``--dir``)."""
+"""What ``launcher.terminal_demo`` uses once Django is set up (importing this module loads the models, so the demo
+imports it only after it has pointed the settings at its own ``--dir``)."""
 
 import clusters.runtime.registry as registry
-from rlark_console.asgi import application
+from launcher.asgi import application
 from terminal.demo_runtime import DirRuntime, seed_job
 from terminal.services.runtimes import use_runtime_factory
 

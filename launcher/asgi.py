@@ -15,9 +15,9 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from launcher.routing import websocket_urlpatterns  # noqa: E402
 from rlark_console.bodylimit import BodyLimitMiddleware  # noqa: E402
 from rlark_console.origin import OriginValidator  # noqa: E402
-from rlark_console.routing import websocket_urlpatterns  # noqa: E402
 
 http_app = django_asgi
 if settings.RLARK_SERVE_STATIC:
