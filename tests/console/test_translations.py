@@ -45,7 +45,7 @@ CHINESE_ALLOWED = {
     # the language switch names each language in its own tongue (``中文``)
     "rlark_console/settings.py",
     # the demo workload's log prints a Chinese line, as a workload's own output may
-    "terminal/demo.py",
+    "launcher/terminal_demo.py",
 }
 
 

@@ -54,6 +54,7 @@ TERMS = {
     "ID",
     "Task",
     "Global Step",
+    "RLINF_NODE_RANK",  # the environment variable that numbers the Workers (run check evidence, Workers tab)
 }
 # Quoted log lines and log markers (RLinf's and the wrapper scripts' own output) stay as the programs wrote them.
 LOG_QUOTE = re.compile(r"^行 \d+: ")
