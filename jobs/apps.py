@@ -1,6 +1,9 @@
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 
+from domains.signals import domain_users
+from sshkeys.signals import key_users
+
 
 class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
@@ -15,11 +18,9 @@ class JobsConfig(AppConfig):
         The controller never imports ``jobs.tasks`` (Celery is known only to that entry point); this is the
         one place that joins them. The hooks look the task up at call time, so a test may patch its ``delay``.
         """
-        # local imports: these load the models, which exist only once the app registry is ready
-        from domains.signals import domain_users
+        # local import: jobs.tasks loads the models, which exist only once the app registry is ready
         from jobs import tasks
-        from jobs.observe import resource_users
-        from sshkeys.signals import key_users
+        from jobs.observe import resource_users  # local import: it loads the models too
 
         tasks.install_reconcile_hooks()
         # The apps below ask which jobs use a domain or an SSH key; the jobs app answers (they never import it).
