@@ -58,7 +58,7 @@ TERMS = {
 }
 # Quoted log lines and log markers (RLinf's and the wrapper scripts' own output) stay as the programs wrote them.
 LOG_QUOTE = re.compile(r"^行 \d+: ")
-LOG_MARKERS = ("Global Step",)
+LOG_MARKERS = ("Global Step", "│ Progress:")  # RLinf's progress bar cells, quoted by the run check's evidence
 SKIP_TAGS = {"script", "style", "code", "pre", "textarea", "kbd", "samp"}
 SKIP_CLASSES = {"mono", "log", "yaml"}
 
