@@ -1,4 +1,4 @@
-"""Console-owned node metadata, kept apart from what the cluster reports (issue 15 points 2 and 3).
+"""Console-owned node metadata, kept apart from what the cluster reports.
 
 Source: upstream-rlark 10.1 (management-owned ``rlark.io/node-category*`` labels and ``rlark.io/city``,
 ``rlark.io/gpu-model``, ``rlark.io/device-model`` annotations survive the data plane's push) and 10.5 (batch

@@ -38,7 +38,7 @@ DEFAULT_JOB_NAME = "robot-policy-training"
 DEFAULT_RUN_SCRIPT = "python train.py --config /mnt/config/train.yaml --dataset /mnt/dataset --output /mnt/checkpoints"
 # Default names are valid template names as they are (``new-role``, not ``new-20-role``); names the
 # user types keep upstream's encoding (jobs.jobspec.naming.to_resource_name).
-NEW_ROLE_NAME = {"zh-hans": "new-role", "en": "new-role"}
+NEW_ROLE_NAME = "new-role"  # the same in both languages
 
 # 7.1: job types and their role templates (labels translated in the template layer).
 JOB_TYPES: dict[str, list[str]] = {
@@ -209,9 +209,9 @@ def rename_role(state: WizardState, index: int, new_name: str) -> None:
     state.roles[index].name = new_name
 
 
-def add_role(state: WizardState, clusters: list[str], lang: str = "en") -> None:
+def add_role(state: WizardState, clusters: list[str]) -> None:
     """``添加角色 / Add Role`` adds ``new-role`` (``new-role-2``, ...; gpu 0)."""
-    base = NEW_ROLE_NAME.get(lang, NEW_ROLE_NAME["en"])
+    base = NEW_ROLE_NAME
     taken = {r.name for r in state.roles}
     name, n = base, 2
     while name in taken:

@@ -9,7 +9,7 @@ Sources (requirements):
   on a cluster with N nodes ...``, ``Exiting main process due to a failure upon worker execution.``.
 - seed 05-troubleshooting-jobs-workers: the "last completed stage" table (stage -> judgement and next step) and the
   "error type" table (symptom -> first suspicion -> next step); the next steps are shown in the user's language
-  (zh-hans quoted from the seed, English a faithful translation).
+  (English msgids here, a faithful translation; the zh_Hans catalog of ``jobs`` quotes the seed's Chinese).
 
 Everything here is pure (plain strings and dicts in, dataclasses out) except :func:`diagnose_job`, which reads the
 Job's Pods from the database and their logs from the runtime.
@@ -27,328 +27,280 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from clusters.runtime.base import IMAGE_PULL_REASONS
 from jobs.explain import domain_findings, pending
 from jobs.observe import log_scans, node_findings
 from jobs.observe.log_markers import ERROR, SIGNATURES, WARNING, LogScan, Marker, scan_log
 from jobs.observe.worker_logs import read_logs
+from rlark_console.language import translate
 
 CRASH_LOOP_RESTARTS = 3  # restarts above which a crash-looping container is reported (peers 3.3 S1)
 
-# --- messages (zh-hans quoted from seed 05 / 02 where they exist; en faithful) ------------------------------
+# --- messages: English msgids; their Chinese, in the zh_Hans catalog of ``jobs``, is quoted from seed 05 / 02 where
+# the seed has it ------------------------------------------------------------------------------------------------
 
-# stage -> (label zh, label en, judgement/next step zh, en). Seed 05 "最后完成的阶段" table.
-STAGE_TEXT: dict[str, tuple[str, str, str, str]] = {
+# stage -> (label, judgement/next step). Seed 05 "最后完成的阶段" table.
+STAGE_TEXT: dict[str, tuple[str, str]] = {
     "none": (
-        "尚无阶段标记",
-        "No stage marker yet",
-        "日志中还没有包装脚本的标记：检查 Pod 是否已创建、镜像是否已拉取，以及 Pod 阶段和事件。",
-        "The log has no wrapper marker yet: check that the Pod exists, that the image was pulled, and the Pod's"
-        " phase and events.",
+        gettext_noop("No stage marker yet"),
+        gettext_noop(
+            "The log has no wrapper marker yet: check that the Pod exists, that the image was pulled, and the Pod's"
+            " phase and events."
+        ),
     ),
     "rank": (
-        "rank 计算或包装脚本准备",
-        "Rank computation or wrapper preparation",
-        "如果在准备脚本标记前终止，记录该 Worker 的第一条错误，检查包装脚本所需的 Pod 信息和所选平台配置，"
-        "不要覆盖平台保留的环境变量。",
-        "If it stopped before the prepare-script marker, record this Worker's first error, check the Pod"
-        " information the wrapper needs and the chosen platform settings, and do not override the platform's"
-        " reserved environment variables.",
+        gettext_noop("Rank computation or wrapper preparation"),
+        gettext_noop(
+            "If it stopped before the prepare-script marker, record this Worker's first error, check the Pod"
+            " information the wrapper needs and the chosen platform settings, and do not override the platform's"
+            " reserved environment variables."
+        ),
     ),
     "ssh": (
-        "SSH 公钥注入",
-        "SSH key injection",
-        "如果在准备脚本标记前终止，记录该 Worker 的第一条错误，检查包装脚本所需的 Pod 信息和所选平台配置，"
-        "不要覆盖平台保留的环境变量。",
-        "If it stopped before the prepare-script marker, record this Worker's first error, check the Pod"
-        " information the wrapper needs and the chosen platform settings, and do not override the platform's"
-        " reserved environment variables.",
+        gettext_noop("SSH key injection"),
+        gettext_noop(
+            "If it stopped before the prepare-script marker, record this Worker's first error, check the Pod"
+            " information the wrapper needs and the chosen platform settings, and do not override the platform's"
+            " reserved environment variables."
+        ),
     ),
     "prepare": (
-        "角色准备脚本",
-        "Role prepare script",
-        "后续第一条错误来自该角色的 prepareScript。修复镜像、命令、路径或权限；准备脚本失败时 Ray 尚未启动。",
-        "The first error after this comes from the role's prepareScript. Fix the image, command, path or"
-        " permissions; when the prepare script fails, Ray has not started yet.",
+        gettext_noop("Role prepare script"),
+        gettext_noop(
+            "The first error after this comes from the role's prepareScript. Fix the image, command, path or"
+            " permissions; when the prepare script fails, Ray has not started yet."
+        ),
     ),
     "domain_ip": (
-        "网络域地址解析",
-        "Network domain address",
-        "Head 已解析网络域地址；随后应启动 Ray Head 并等待节点加入。",
-        "The head resolved its network-domain address; next it starts the Ray head and waits for nodes.",
+        gettext_noop("Network domain address"),
+        gettext_noop("The head resolved its network-domain address; next it starts the Ray head and waits for nodes."),
     ),
     "head_wait": (
-        "Head 启动和节点检查",
-        "Head start and node check",
-        "对照预期副本数检查各 Worker 是否已经产生 Pod、完成准备脚本并开始连接 Head。",
-        "Compare with the expected replicas: check that every Worker has a Pod, finished its prepare script"
-        " and started connecting to the head.",
+        gettext_noop("Head start and node check"),
+        gettext_noop(
+            "Compare with the expected replicas: check that every Worker has a Pod, finished its prepare script"
+            " and started connecting to the head."
+        ),
     ),
     "cluster_ready": (
-        "Ray 集群信息",
-        "Ray cluster information",
-        "不要只凭 Head 就绪文本判断集群完整：同时检查 Head 的 ray status 输出，以及每个预期 Worker 的连接日志和"
-        " Pod 状态。",
-        "Do not judge the cluster complete from the head's ready text alone: also check the head's ray status"
-        " output and every expected Worker's connection log and Pod state.",
+        gettext_noop("Ray cluster information"),
+        gettext_noop(
+            "Do not judge the cluster complete from the head's ready text alone: also check the head's ray status"
+            " output and every expected Worker's connection log and Pod state."
+        ),
     ),
     "connect": (
-        "Worker 解析和连接 Head",
-        "Worker resolving and connecting to the head",
-        "重复等待表示 Worker 尚未同时完成 Head 名称解析和端口连通。检查 Head Pod、Head Service、Agent 和所需网络域，"
-        "不要只重启 Worker。",
-        "Repeated waiting means the Worker has not yet both resolved the head's name and reached its port."
-        " Check the head Pod, the head Service, the agent and the required network domain; do not just restart"
-        " the Worker.",
+        gettext_noop("Worker resolving and connecting to the head"),
+        gettext_noop(
+            "Repeated waiting means the Worker has not yet both resolved the head's name and reached its port."
+            " Check the head Pod, the head Service, the agent and the required network domain; do not just restart"
+            " the Worker."
+        ),
     ),
     "head_ip": (
-        "Head 地址已解析",
-        "Head address resolved",
-        "重复等待表示 Worker 尚未同时完成 Head 名称解析和端口连通。检查 Head Pod、Head Service、Agent 和所需网络域，"
-        "不要只重启 Worker。",
-        "Repeated waiting means the Worker has not yet both resolved the head's name and reached its port."
-        " Check the head Pod, the head Service, the agent and the required network domain; do not just restart"
-        " the Worker.",
+        gettext_noop("Head address resolved"),
+        gettext_noop(
+            "Repeated waiting means the Worker has not yet both resolved the head's name and reached its port."
+            " Check the head Pod, the head Service, the agent and the required network domain; do not just restart"
+            " the Worker."
+        ),
     ),
     "head_reachable": (
-        "Head 可达，Ray Worker 启动",
-        "Head reachable, Ray worker started",
-        "Worker 已连通 Head 并启动 Ray 进程；对照 Head 的 ray status 确认它已加入集群。",
-        "The Worker reached the head and started its Ray process; confirm with the head's ray status that it"
-        " joined the cluster.",
+        gettext_noop("Head reachable, Ray worker started"),
+        gettext_noop(
+            "The Worker reached the head and started its Ray process; confirm with the head's ray status that it"
+            " joined the cluster."
+        ),
     ),
     "run_script": (
-        "Head 运行脚本",
-        "Head run script",
-        "对于合规的单副本 Head Task，Ray 包装脚本已经进入用户命令阶段。若多个 Pod 都出现该标记，先按多 Head 副本缺陷"
-        "处理，不要继续判断业务命令。",
-        "For a compliant single-replica head Task, the Ray wrapper has reached the user command. If several Pods"
-        " print this marker, treat it as the multi-head replica defect first and do not go on judging the"
-        " workload command.",
+        gettext_noop("Head run script"),
+        gettext_noop(
+            "For a compliant single-replica head Task, the Ray wrapper has reached the user command. If several Pods"
+            " print this marker, treat it as the multi-head replica defect first and do not go on judging the"
+            " workload command."
+        ),
     ),
     "no_run_script": (
-        "Head 无运行脚本",
-        "Head without run script",
-        "未提供运行脚本，Head 保持集群运行。",
-        "No run script was provided; the head keeps the cluster alive.",
+        gettext_noop("Head without run script"),
+        gettext_noop("No run script was provided; the head keeps the cluster alive."),
     ),
     "run_exit": (
-        "运行脚本结束",
-        "Run script finished",
-        "运行脚本已结束；退出码 0 表示成功，非零表示失败。",
-        "The run script has finished; exit code 0 means success, anything else failure.",
+        gettext_noop("Run script finished"),
+        gettext_noop("The run script has finished; exit code 0 means success, anything else failure."),
     ),
     "worker_exit": (
-        "Ray Worker 进程结束",
-        "Ray worker process ended",
-        "日志中的 Ray Worker 退出码非零时，应按失败处理；不要仅凭容器最终退出码或汇总状态判断 Worker 正常。",
-        "A non-zero Ray worker exit code in the log means failure; do not judge the Worker healthy from the"
-        " container's final exit code or the summary status alone.",
+        gettext_noop("Ray worker process ended"),
+        gettext_noop(
+            "A non-zero Ray worker exit code in the log means failure; do not judge the Worker healthy from the"
+            " container's final exit code or the summary status alone."
+        ),
     ),
 }
 
 # Labels of non-stage markers on the timeline.
-MARKER_LABEL: dict[str, tuple[str, str]] = {
-    "ray_cli_missing": ("Ray CLI 检查失败", "Ray CLI check failed"),
-    "cluster_check_failed": ("Ray 集群检查失败", "Ray cluster check failed"),
-    "stopping": ("停止 Ray", "Stopping Ray"),
+MARKER_LABEL: dict[str, str] = {
+    "ray_cli_missing": gettext_noop("Ray CLI check failed"),
+    "cluster_check_failed": gettext_noop("Ray cluster check failed"),
+    "stopping": gettext_noop("Stopping Ray"),
 }
 
-# finding code -> (title zh, title en, suspicion zh, suspicion en, next step zh, next step en). Seed 05 tables.
-FINDING_TEXT: dict[str, tuple[str, str, str, str, str, str]] = {
+# finding code -> (title, suspicion, next step). Seed 05 tables.
+FINDING_TEXT: dict[str, tuple[str, str, str]] = {
     "image_pull": (
-        "镜像拉取、权限或不存在错误",
-        "Image pull, permission or not-found error",
-        "镜像引用、仓库凭据、目标集群网络",
-        "Image reference, registry credentials, target cluster network",
-        "对照启动清单中的 digest；凭据只通过组织允许的 Secret 方式处理。",
-        "Compare with the digest in the launch record; handle credentials only through the Secret mechanism"
-        " your organisation allows.",
+        gettext_noop("Image pull, permission or not-found error"),
+        gettext_noop("Image reference, registry credentials, target cluster network"),
+        gettext_noop(
+            "Compare with the digest in the launch record; handle credentials only through the Secret mechanism"
+            " your organisation allows."
+        ),
     ),
     "shm_or_disk": (
-        "No space left on device、/dev/shm 或 shared-memory 错误",
-        "No space left on device, /dev/shm or shared-memory error",
-        "容器临时空间或共享内存不足",
-        "Not enough container scratch space or shared memory",
-        "创建器不能配置 /dev/shm 的 memory-backed volume。停止重试，保留日志并请平台管理员提供可用的 Pod 配置方式；"
-        "不要直接挂载宿主机 /dev/shm 规避。",
-        "The job wizard cannot configure a memory-backed volume for /dev/shm. Stop retrying, keep the logs and"
-        " ask the platform administrator for a Pod configuration that works; do not mount the host's /dev/shm"
-        " to work around it.",
+        gettext_noop("No space left on device, /dev/shm or shared-memory error"),
+        gettext_noop("Not enough container scratch space or shared memory"),
+        gettext_noop(
+            "The job wizard cannot configure a memory-backed volume for /dev/shm. Stop retrying, keep the logs and"
+            " ask the platform administrator for a Pod configuration that works; do not mount the host's /dev/shm"
+            " to work around it."
+        ),
     ),
     "nccl": (
-        "NCCL 初始化、socket、timeout 或 collective hang",
-        "NCCL init, socket, timeout or collective hang",
-        "Worker 数量、GPU/CUDA/NCCL 兼容性、网卡和跨节点网络",
-        "Worker count, GPU/CUDA/NCCL compatibility, network interfaces and cross-node network",
-        "先确认全部 Ray Worker 已加入，再核对每个角色镜像和工作负载版本要求的通信网卡。RLark 不自动诊断 NCCL。",
-        "First confirm that every Ray worker has joined, then check each role's image and the network"
-        " interface the workload version requires. RLark does not diagnose NCCL automatically.",
+        gettext_noop("NCCL init, socket, timeout or collective hang"),
+        gettext_noop("Worker count, GPU/CUDA/NCCL compatibility, network interfaces and cross-node network"),
+        gettext_noop(
+            "First confirm that every Ray worker has joined, then check each role's image and the network"
+            " interface the workload version requires. RLark does not diagnose NCCL automatically."
+        ),
     ),
     "ray_partial": (
-        "Ray 只看到部分节点",
-        "Ray sees only part of the nodes",
-        "Head Service、DNS、端口、Worker 包装脚本或网络域",
-        "Head Service, DNS, ports, the worker wrapper script or the network domain",
-        "对照 Head ray status 和每个预期 Worker 的连接日志；不要只凭 Head 的 ready 文本判断集群完整。",
-        "Compare the head's ray status with every expected Worker's connection log; do not judge the cluster"
-        " complete from the head's ready text alone.",
+        gettext_noop("Ray sees only part of the nodes"),
+        gettext_noop("Head Service, DNS, ports, the worker wrapper script or the network domain"),
+        gettext_noop(
+            "Compare the head's ray status with every expected Worker's connection log; do not judge the cluster"
+            " complete from the head's ready text alone."
+        ),
     ),
     "ray_check_failed": (
-        "Ray 集群检查失败（脚本继续运行）",
-        "Ray cluster check failed (the script went on)",
-        "Head 的节点检查超时，脚本仍打印集群信息并尝试运行用户脚本",
-        "The head's node check timed out; the script still printed the cluster information and tried the run script",
-        "即使出现 “Ray cluster is ready” 或 “Executing run script”，也必须同时检查 Head 的 ray status 输出，"
-        "以及每个预期 Worker 的连接日志和 Pod 状态。",
-        "Even after \u201cRay cluster is ready\u201d or \u201cExecuting run script\u201d, also check the head's"
-        " ray status output and every expected Worker's connection log and Pod state.",
+        gettext_noop("Ray cluster check failed (the script went on)"),
+        gettext_noop(
+            "The head's node check timed out; the script still printed the cluster information and tried the run script"
+        ),
+        gettext_noop(
+            "Even after “Ray cluster is ready” or “Executing run script”, also check the head's"
+            " ray status output and every expected Worker's connection log and Pod state."
+        ),
     ),
     "prepare_failed": (
-        "准备脚本失败",
-        "Prepare script failed",
-        "该角色的 prepareScript",
-        "The role's prepareScript",
-        "后续第一条错误来自该角色的 prepareScript。修复镜像、命令、路径或权限；准备脚本失败时 Ray 尚未启动。",
-        "The first error after the marker comes from the role's prepareScript. Fix the image, command, path or"
-        " permissions; when the prepare script fails, Ray has not started yet.",
+        gettext_noop("Prepare script failed"),
+        gettext_noop("The role's prepareScript"),
+        gettext_noop(
+            "The first error after the marker comes from the role's prepareScript. Fix the image, command, path or"
+            " permissions; when the prepare script fails, Ray has not started yet."
+        ),
     ),
     "ray_cli_missing": (
-        "缺少 Ray CLI",
-        "Ray CLI missing",
-        "激活后的环境中没有可执行的 ray",
-        "There is no executable ray in the activated environment",
-        "使用已经固定版本且包含 Ray 的镜像，或通过准备脚本激活固定版本的环境。"
-        "不要在 WebTerminal 中临时安装后继续运行。",
-        "Use an image with a pinned Ray version, or activate a pinned environment in the prepare script. Do not"
-        " install it ad hoc in the WebTerminal and carry on.",
+        gettext_noop("Ray CLI missing"),
+        gettext_noop("There is no executable ray in the activated environment"),
+        gettext_noop(
+            "Use an image with a pinned Ray version, or activate a pinned environment in the prepare script. Do not"
+            " install it ad hoc in the WebTerminal and carry on."
+        ),
     ),
     "worker_exit": (
-        "Ray Worker 进程以非零退出码结束",
-        "Ray worker process exited with a non-zero code",
-        "Ray Worker 进程失败",
-        "The Ray worker process failed",
-        "日志中的 Ray Worker 退出码非零时，应按失败处理；不要仅凭容器最终退出码或汇总状态判断 Worker 正常。"
-        "联系平台管理员时提供 Head 与首个异常 Worker 的脱敏日志、最后成功阶段、节点检查警告、Worker 进程退出码，"
-        "以及是否设置了 RAY_TEMP_DIR。",
-        "Treat a non-zero Ray worker exit code in the log as a failure; do not judge the Worker healthy from the"
-        " container's final exit code or the summary status. When contacting the platform administrator, give"
-        " the redacted logs of the head and the first failing Worker, the last completed stage, the node-check"
-        " warning, the worker process exit code and whether RAY_TEMP_DIR is set.",
+        gettext_noop("Ray worker process exited with a non-zero code"),
+        gettext_noop("The Ray worker process failed"),
+        gettext_noop(
+            "Treat a non-zero Ray worker exit code in the log as a failure; do not judge the Worker healthy from the"
+            " container's final exit code or the summary status. When contacting the platform administrator, give"
+            " the redacted logs of the head and the first failing Worker, the last completed stage, the node-check"
+            " warning, the worker process exit code and whether RAY_TEMP_DIR is set."
+        ),
     ),
     "run_script_failed": (
-        "Head 运行脚本以非零退出码结束",
-        "The head's run script exited with a non-zero code",
-        "Head Task 的运行命令",
-        "The head Task's run command",
-        "区分失败发生在镜像/挂载、准备脚本、Ray 集群建立，还是 Head Task 的运行命令；核对脚本使用的路径是否为容器挂载"
-        "路径，环境变量名是否正确。",
-        "Tell apart whether the failure is in the image/mounts, the prepare script, Ray cluster formation or the"
-        " head Task's run command; check that the script's paths are container mount paths and the environment"
-        " variable names are right.",
+        gettext_noop("The head's run script exited with a non-zero code"),
+        gettext_noop("The head Task's run command"),
+        gettext_noop(
+            "Tell apart whether the failure is in the image/mounts, the prepare script, Ray cluster formation or the"
+            " head Task's run command; check that the script's paths are container mount paths and the environment"
+            " variable names are right."
+        ),
     ),
     "multi_head": (
-        "多个 Pod 执行了运行脚本（多 Head 副本）",
-        "Several Pods ran the run script (multiple head replicas)",
-        "head: true 的 Task 副本数必须为 1",
-        "The head: true Task must have exactly 1 replica",
-        "若多个 Pod 都出现该标记，先按多 Head 副本缺陷处理，不要继续判断业务命令。停止反复重试并先修正选择器；"
-        "多个副本会分别启动 Ray Head 和运行脚本，可能造成重复训练及冲突日志。",
-        "When several Pods print this marker, treat it as the multi-head replica defect first and do not go on"
-        " judging the workload command. Stop retrying and fix the selector first; several replicas each start a"
-        " Ray head and the run script, which can duplicate training and produce conflicting logs.",
+        gettext_noop("Several Pods ran the run script (multiple head replicas)"),
+        gettext_noop("The head: true Task must have exactly 1 replica"),
+        gettext_noop(
+            "When several Pods print this marker, treat it as the multi-head replica defect first and do not go on"
+            " judging the workload command. Stop retrying and fix the selector first; several replicas each start a"
+            " Ray head and the run script, which can duplicate training and produce conflicting logs."
+        ),
     ),
     "head_unreachable": (
-        "Worker 无法连接 Head",
-        "The Worker cannot reach the head",
-        "Head Pod、Head Service、Agent 或网络域",
-        "Head Pod, head Service, agent or network domain",
-        "重复等待表示 Worker 尚未同时完成 Head 名称解析和端口连通。检查 Head Pod、Head Service、Agent 和所需网络域，"
-        "不要只重启 Worker。",
-        "Repeated waiting means the Worker has not both resolved the head's name and reached its port. Check the"
-        " head Pod, the head Service, the agent and the required network domain; do not just restart the Worker.",
+        gettext_noop("The Worker cannot reach the head"),
+        gettext_noop("Head Pod, head Service, agent or network domain"),
+        gettext_noop(
+            "Repeated waiting means the Worker has not both resolved the head's name and reached its port. Check the"
+            " head Pod, the head Service, the agent and the required network domain; do not just restart the Worker."
+        ),
     ),
     "crash_loop": (
-        "容器反复重启",
-        "Container keeps restarting",
-        "镜像/挂载、准备脚本、Ray 集群建立或运行命令失败",
-        "A failure in the image/mounts, prepare script, Ray cluster formation or run command",
-        "在日志页选择出错角色和 Worker，定位第一条错误，而不是只看最后一行；请获授权的运维人员检查 Pod 调度事件、"
-        "容器状态和重启次数。",
-        "Open the failing role and Worker in the Logs tab and find the first error, not just the last line; ask"
-        " an authorised operator to check the Pod's scheduling events, container state and restart count.",
+        gettext_noop("Container keeps restarting"),
+        gettext_noop("A failure in the image/mounts, prepare script, Ray cluster formation or run command"),
+        gettext_noop(
+            "Open the failing role and Worker in the Logs tab and find the first error, not just the last line; ask"
+            " an authorised operator to check the Pod's scheduling events, container state and restart count."
+        ),
     ),
     "oom_killed": (
-        "容器因内存不足被终止（OOMKilled）",
-        "Container killed for lack of memory (OOMKilled)",
-        "容器内存不足",
-        "Not enough container memory",
-        "问题需要 CPU、内存、/dev/shm、额外容器、探针或其他创建器不支持的 Pod 字段时，不要通过编辑或复制弹窗处理。"
-        "先保存 Job YAML，再向平台管理员确认可用的配置方式。",
-        "When the fix needs CPU, memory, /dev/shm, extra containers, probes or other Pod fields the wizard does"
-        " not support, do not use the edit or clone dialog. Save the Job YAML first, then ask the platform"
-        " administrator which configuration works.",
+        gettext_noop("Container killed for lack of memory (OOMKilled)"),
+        gettext_noop("Not enough container memory"),
+        gettext_noop(
+            "When the fix needs CPU, memory, /dev/shm, extra containers, probes or other Pod fields the wizard does"
+            " not support, do not use the edit or clone dialog. Save the Job YAML first, then ask the platform"
+            " administrator which configuration works."
+        ),
     ),
     "robot": (
-        "机器人 SDK、连接、超时或设备错误",
-        "Robot SDK, connection, timeout or device error",
-        "外部设备、驱动、权限和现场链路",
-        "External device, driver, permissions and on-site link",
-        "停止自动重试，通知现场操作员；日志错误分类不能替代急停、断能或安全状态确认。",
-        "Stop automatic retries and notify the on-site operator; classifying log errors does not replace an"
-        " emergency stop, power cut or safety-state confirmation.",
+        gettext_noop("Robot SDK, connection, timeout or device error"),
+        gettext_noop("External device, driver, permissions and on-site link"),
+        gettext_noop(
+            "Stop automatic retries and notify the on-site operator; classifying log errors does not replace an"
+            " emergency stop, power cut or safety-state confirmation."
+        ),
     ),
     "rlinf_failure": (
-        "RLinf 因 Worker 执行失败退出",
-        "RLinf exited after a worker execution failure",
-        "某个 RLinf Worker 的执行失败",
-        "An RLinf worker failed during execution",
-        "关闭实时滚动或使用文本过滤，定位第一条错误，而不是只看最后一行；区分失败发生在镜像/挂载、准备脚本、"
-        "Ray 集群建立，还是 Head Task 的运行命令。",
-        "Pause streaming or filter the text to find the first error, not just the last line; tell apart whether"
-        " the failure is in the image/mounts, prepare script, Ray cluster formation or the head's run command.",
+        gettext_noop("RLinf exited after a worker execution failure"),
+        gettext_noop("An RLinf worker failed during execution"),
+        gettext_noop(
+            "Pause streaming or filter the text to find the first error, not just the last line; tell apart whether"
+            " the failure is in the image/mounts, prepare script, Ray cluster formation or the head's run command."
+        ),
     ),
 }
 
-# Extra per-finding detail sentences with parameters: (zh, en).
-DETAIL_TEXT: dict[str, tuple[str, str]] = {
-    "ray_partial_rlinf": (
-        "RLinf 需要 {n} 个节点，当前只有 {k} 个可用。",
-        "RLinf needs {n} nodes; only {k} are available.",
-    ),
-    "ray_partial_check": (
-        "Head 的集群检查需要 {n} 个节点，最多看到 {a} 个存活节点。",
-        "The head's cluster check needed {n} nodes and saw at most {a} alive.",
-    ),
-    "worker_exit": ("退出码 {code}。", "Exit code {code}."),
-    "run_script_failed": ("退出码 {code}。", "Exit code {code}."),
-    "multi_head": ("执行运行脚本的 Pod：{pods}。", "Pods that ran the run script: {pods}."),
-    "head_unreachable": (
-        "已等待 {attempts} 次，仍未出现 Head is reachable。",
-        "Waited {attempts} times without Head is reachable.",
-    ),
-    "crash_loop": ("已重启 {restarts} 次（{reason}）。", "Restarted {restarts} times ({reason})."),
-    "image_pull": ("{reason}：{message}", "{reason}: {message}"),
+# Extra per-finding detail sentences with parameters.
+DETAIL_TEXT: dict[str, str] = {
+    "ray_partial_rlinf": gettext_noop("RLinf needs {n} nodes; only {k} are available."),
+    "ray_partial_check": gettext_noop("The head's cluster check needed {n} nodes and saw at most {a} alive."),
+    "worker_exit": gettext_noop("Exit code {code}."),
+    "run_script_failed": gettext_noop("Exit code {code}."),
+    "multi_head": gettext_noop("Pods that ran the run script: {pods}."),
+    "head_unreachable": gettext_noop("Waited {attempts} times without Head is reachable."),
+    "crash_loop": gettext_noop("Restarted {restarts} times ({reason})."),
+    "image_pull": gettext_noop("{reason}: {message}"),
 }
-
-
-def _en(lang: str | None) -> bool:
-    return str(lang or "").lower().startswith("en")
 
 
 def stage_label(key: str, lang: str = "zh-hans") -> str:
-    """Human label of a stage or marker key in ``lang``."""
+    """Human label of a stage or marker key in ``lang`` (the key itself when it has none)."""
     if key in STAGE_TEXT:
-        zh, en, _, _ = STAGE_TEXT[key]
-    else:
-        zh, en = MARKER_LABEL.get(key, (key, key))
-    return en if _en(lang) else zh
+        return translate(STAGE_TEXT[key][0], lang)
+    return translate(MARKER_LABEL[key], lang) if key in MARKER_LABEL else key
 
 
 def stage_advice(key: str, lang: str = "zh-hans") -> str:
-    """Seed 05's judgement and next step for ``key`` as the last completed stage."""
-    _, _, zh, en = STAGE_TEXT.get(key, STAGE_TEXT["none"])
-    return en if _en(lang) else zh
+    """Seed 05's judgement and next step for ``key`` as the last completed stage, in ``lang``."""
+    return translate(STAGE_TEXT.get(key, STAGE_TEXT["none"])[1], lang)
 
 
 # --- data ---------------------------------------------------------------------------------------------------
@@ -368,26 +320,22 @@ class Finding:
     detail_key: str = ""
     params: dict[str, Any] = field(default_factory=dict)
 
-    def _text(self, idx: int, lang: str) -> str:
-        entry = FINDING_TEXT[self.code]
-        return entry[idx + 1] if _en(lang) else entry[idx]
-
     def title(self, lang: str = "zh-hans") -> str:
-        return self._text(0, lang)
+        return translate(FINDING_TEXT[self.code][0], lang)
 
     def suspicion(self, lang: str = "zh-hans") -> str:
-        return self._text(2, lang)
+        return translate(FINDING_TEXT[self.code][1], lang)
 
     def next_step(self, lang: str = "zh-hans") -> str:
-        return self._text(4, lang)
+        return translate(FINDING_TEXT[self.code][2], lang)
 
     def detail(self, lang: str = "zh-hans") -> str:
+        """The detail sentence with the finding's params, in ``lang``; "" when it has none or a param is missing."""
         key = self.detail_key or self.code
         if key not in DETAIL_TEXT:
             return ""
-        zh, en = DETAIL_TEXT[key]
         try:
-            return (en if _en(lang) else zh).format(**self.params)
+            return translate(DETAIL_TEXT[key], lang).format(**self.params)
         except (KeyError, IndexError, ValueError):
             return ""
 
@@ -703,7 +651,8 @@ def job_tasks(job) -> list:
 
 def diagnose_job(job, workers: list[WorkerInput] | None = None) -> JobDiagnosis:
     """Diagnose a stored Job (reads Pods from the database and logs from the runtime), plus the problems of the
-    Workers' nodes (``jobs.observe.node_findings``, issue 15)."""
+    Workers' nodes (``jobs.observe.node_findings``: a node under pressure or not Ready) and the cross-cluster job
+    without a network domain (``jobs.explain.domain_findings``)."""
     result = add_node_findings(job, diagnose(workers if workers is not None else worker_inputs(job)))
     return add_domain_findings(job, result)
 

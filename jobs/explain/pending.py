@@ -11,7 +11,8 @@ the order seed 05 asks to check them:
 - ``image_pull``: ``ErrImagePull`` / ``ImagePullBackOff`` ... from the container state or the Pod events;
 - ``prepare_running``: the log reached ``Executing prepare script...`` but no later wrapper marker yet.
 
-Messages name the RLark job and role, never scheduler jargon (peers 3.4 P3), in zh-hans and English.
+Messages name the RLark job and role, never scheduler jargon (peers 3.4 P3): English msgids in :data:`MESSAGES`,
+rendered in the language asked for through the zh_Hans catalog of ``jobs`` (``jobs/locale``).
 Inputs are plain dicts (``RoleInput``, ``NodeView``) so the rules are testable without a database;
 :func:`job_pending_reasons` builds them from the database.
 """
@@ -22,6 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from clusters.models import Node
 from clusters.quantity import format_number, parse_quantity
 from clusters.runtime.base import IMAGE_PULL_REASONS, RuntimeFailure
@@ -30,6 +33,7 @@ from clusters.selectors import matches, template_selector
 from jobs.jobspec.layout import main_container
 from jobs.observe.log_markers import LogScan, scan_log
 from jobs.observe.worker_logs import read_logs
+from rlark_console.language import translate
 
 UNSCHEDULABLE_RE = re.compile(r"Unschedulable|FailedScheduling|nodes? (are|is) available|didn't match|Insufficient")
 PVC_RE = re.compile(
@@ -42,80 +46,57 @@ PVC_RE = re.compile(
 NEED_FREE_RE = re.compile(r"(?P<res>[\w./-]+) need (?P<need>[\d.]+), free (?P<free>[\d.]+)")
 INSUFFICIENT_RE = re.compile(r"Insufficient (?P<res>[\w./-]+)")
 
-MESSAGES: dict[str, tuple[str, str]] = {
-    "no_pod": (
-        "任务 {job} 的角色 {role}：Worker {pod} 尚未创建 Pod。检查集群是否在线、匹配节点是否可调度、副本数是否大于 0。",
+# reason code (or sentence of the unschedulable message) -> English msgid; {placeholders} from the reason's params.
+MESSAGES: dict[str, str] = {
+    "no_pod": gettext_noop(
         "Job {job}, role {role}: the Pod of Worker {pod} has not been created yet. Check that the cluster is online,"
-        " that matching nodes are schedulable and that replicas > 0.",
+        " that matching nodes are schedulable and that replicas > 0."
     ),
-    "unschedulable": (
-        "任务 {job} 的角色 {role}：Worker {pod} 无法调度。{blocking}调度器消息：{message}",
-        "Job {job}, role {role}: Worker {pod} cannot be scheduled. {blocking}Scheduler message: {message}",
+    "unschedulable": gettext_noop(
+        "Job {job}, role {role}: Worker {pod} cannot be scheduled. {blocking}Scheduler message: {message}"
     ),
-    "blocking": ("阻塞资源：{resource}。", "Blocking resource: {resource}. "),
-    "cordoned_only": (
-        "选择器 {selector} 匹配的节点都已封锁（{nodes}）：解封节点或修改选择器后 Worker 才能调度。",
-        "Every node matching selector {selector} is cordoned ({nodes}): uncordon one or change the selector. ",
+    "blocking": gettext_noop("Blocking resource: {resource}. "),
+    "cordoned_only": gettext_noop(
+        "Every node matching selector {selector} is cordoned ({nodes}): uncordon one or change the selector. "
     ),
-    "no_node": (
-        "没有在线且可调度的节点匹配选择器 {selector}。",
-        "No online, schedulable node matches selector {selector}. ",
-    ),
-    "pvc_unbound": (
-        "任务 {job} 的角色 {role}：Worker {pod} 的存储卷 {pvc} 尚未绑定。"
-        "检查 PVC 能否通过所选 StorageClass 创建和挂载。",
+    "no_node": gettext_noop("No online, schedulable node matches selector {selector}. "),
+    "pvc_unbound": gettext_noop(
         "Job {job}, role {role}: the volume claim {pvc} of Worker {pod} is not bound. Check that the PVC can be"
-        " created and mounted through the chosen StorageClass.",
+        " created and mounted through the chosen StorageClass."
     ),
-    "storage_class_not_found": (
-        "任务 {job} 的角色 {role}：Worker {pod} 的存储卷 {pvc} 无法创建，因为集群中不存在 StorageClass {sc}。"
-        "请在存储管理中改用集群已有的 StorageClass，或请管理员创建它。",
+    "storage_class_not_found": gettext_noop(
         "Job {job}, role {role}: the volume claim {pvc} of Worker {pod} cannot be provisioned because the"
         " StorageClass {sc} does not exist in the cluster. Choose a StorageClass the cluster has (Storage), or ask"
-        " an administrator to create it.",
+        " an administrator to create it."
     ),
-    "pvc_provisioning_failed": (
-        "任务 {job} 的角色 {role}：Worker {pod} 的存储卷 {pvc} 无法创建。集群消息：{message}",
+    "pvc_provisioning_failed": gettext_noop(
         "Job {job}, role {role}: the volume claim {pvc} of Worker {pod} cannot be provisioned. Cluster message:"
-        " {message}",
+        " {message}"
     ),
-    "quota_exceeded": (
-        "任务 {job} 的角色 {role}：集群拒绝创建 Worker {pod} 的 Pod，命名空间的资源配额（ResourceQuota）已用尽。"
-        "请管理员提高配额，或减少任务的副本数和资源请求。集群消息：{message}",
+    "quota_exceeded": gettext_noop(
         "Job {job}, role {role}: the cluster refuses to create the Pod of Worker {pod}: the namespace's"
         " ResourceQuota is used up. Ask an administrator to raise it, or lower the job's replicas and requests."
-        " Cluster message: {message}",
+        " Cluster message: {message}"
     ),
-    "create_failed": (
-        "任务 {job} 的角色 {role}：集群拒绝创建 Worker {pod} 的 Pod。集群消息：{message}",
-        "Job {job}, role {role}: the cluster refuses to create the Pod of Worker {pod}. Cluster message: {message}",
+    "create_failed": gettext_noop(
+        "Job {job}, role {role}: the cluster refuses to create the Pod of Worker {pod}. Cluster message: {message}"
     ),
-    "image_pull": (
-        "任务 {job} 的角色 {role}：Worker {pod} 无法拉取镜像（{reason}）：{message}",
-        "Job {job}, role {role}: Worker {pod} cannot pull its image ({reason}): {message}",
-    ),
-    "prepare_running": (
-        "任务 {job} 的角色 {role}：Worker {pod} 的准备脚本仍在执行（日志已出现 Executing prepare script...）。",
+    "image_pull": gettext_noop("Job {job}, role {role}: Worker {pod} cannot pull its image ({reason}): {message}"),
+    "prepare_running": gettext_noop(
         "Job {job}, role {role}: the prepare script of Worker {pod} is still running (the log shows Executing"
-        " prepare script... and nothing after it).",
+        " prepare script... and nothing after it)."
     ),
-    "starting": (
-        "任务 {job} 的角色 {role}：Worker {pod} 正在启动（{phase}）。",
-        "Job {job}, role {role}: Worker {pod} is starting ({phase}).",
-    ),
+    "starting": gettext_noop("Job {job}, role {role}: Worker {pod} is starting ({phase})."),
 }
 
 
-def _en(lang: str | None) -> bool:
-    return str(lang or "").lower().startswith("en")
-
-
 def _msg(key: str, lang: str, **params: Any) -> str:
-    zh, en = MESSAGES[key]
+    """``MESSAGES[key]`` in ``lang`` with ``params`` filled in (the bare sentence when a placeholder is missing)."""
+    text = translate(MESSAGES[key], lang)
     try:
-        return (en if _en(lang) else zh).format(**params)
+        return text.format(**params)
     except (KeyError, IndexError, ValueError):
-        return en if _en(lang) else zh
+        return text
 
 
 @dataclass

@@ -7,6 +7,8 @@ that people compare them with the run ID, code version and config recorded befor
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_noop
+
 from jobs.explain.runcheck_input import MET, NOT_MET, RunCheckInput, head_first, missing_status, tr
 from jobs.observe.log_markers import RLINF_CLUSTER, LogScan
 
@@ -29,19 +31,16 @@ def check_app(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) -> tupl
             None,
         )
         if hit is None:
-            missing.append(
-                tr(lang, "日志中未出现应用信息 {p}。", "No log line matches the application pattern {p}.", p=pattern)
-            )
+            missing.append(tr(lang, gettext_noop("No log line matches the application pattern {p}."), p=pattern))
             continue
         pod, (line_no, line) = hit
-        ev.append(tr(lang, "{pod} 第 {n} 行：{line}", "{pod} line {n}: {line}", pod=pod, n=line_no, line=line))
+        ev.append(tr(lang, gettext_noop("{pod} line {n}: {line}"), pod=pod, n=line_no, line=line))
         m = RLINF_CLUSTER.search(line)
         if m and data.num_nodes is not None and int(m["n"]) != data.num_nodes:
             bad.append(
                 tr(
                     lang,
-                    "RLinf 报告 {n} 个节点，但 cluster.num_nodes = {want}。",
-                    "RLinf reports {n} nodes, but cluster.num_nodes = {want}.",
+                    gettext_noop("RLinf reports {n} nodes, but cluster.num_nodes = {want}."),
                     n=m["n"],
                     want=data.num_nodes,
                 )
@@ -53,8 +52,9 @@ def check_app(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) -> tupl
     ev.append(
         tr(
             lang,
-            "请把这些值与提交前记录的运行 ID、代码版本和配置逐项比较。",
-            "Compare these values one by one with the run ID, code version and config recorded before submission.",
+            gettext_noop(
+                "Compare these values one by one with the run ID, code version and config recorded before submission."
+            ),
         )
     )
     return MET, ev

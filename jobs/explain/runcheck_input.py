@@ -16,59 +16,52 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from jobs.observe.log_markers import LogScan
-from rlark_console import pagetime
+from rlark_console import language, pagetime
 
 MET = "met"
 NOT_MET = "not_met"
 TO_CONFIRM = "to_confirm"
 
-STATUS_TEXT = {MET: ("符合预期", "Met"), NOT_MET: ("未符合", "Not met"), TO_CONFIRM: ("待确认", "To confirm")}
+# status -> English msgid; the zh_Hans catalog of ``jobs`` has seed 02's words (符合预期 / 未符合 / 待确认).
+STATUS_TEXT = {MET: gettext_noop("Met"), NOT_MET: gettext_noop("Not met"), TO_CONFIRM: gettext_noop("To confirm")}
 
-# Row titles of the seed 02 record template (exact) and their English.
+# Row titles of the seed 02 record template as English msgids; the zh_Hans catalog has the template's exact titles.
 CHECK_TITLES = [
-    ("Job 已创建且配置一致", "Job created and configuration matches"),
-    ("Pod 数量和所在节点正确", "Pod count and nodes correct"),
-    ("Ray 已按预期启动", "Ray started as expected"),
-    ("应用和配置版本一致", "Application and configuration versions match"),
-    ("业务有进展且输出已持久化", "Workload progressing and output persisted"),
-    ("结果已保存并明确后续处理", "Result saved and next steps decided"),
+    gettext_noop("Job created and configuration matches"),
+    gettext_noop("Pod count and nodes correct"),
+    gettext_noop("Ray started as expected"),
+    gettext_noop("Application and configuration versions match"),
+    gettext_noop("Workload progressing and output persisted"),
+    gettext_noop("Result saved and next steps decided"),
 ]
 
 # Statuses of the job after which no more evidence can come.
 ENDED_PHASES = ("Succeeded", "Failed", "Stopped")
 
 
-def is_en(lang: str | None) -> bool:
-    """True when ``lang`` (``"en"``, ``"en-us"``, ``"zh-hans"``, None) asks for English; Chinese otherwise."""
-    return str(lang or "").lower().startswith("en")
-
-
-def tr(lang: str, zh: str, en: str, **params: Any) -> str:
-    """``zh`` or ``en`` by ``lang``, formatted with ``params`` (``str.format`` fields) when given."""
-    text = en if is_en(lang) else zh
+def tr(lang: str, message: str, **params: Any) -> str:
+    """``message`` (an English msgid; the ``jobs`` catalog has its Chinese) in ``lang``, formatted with ``params``
+    (``str.format`` fields) when given."""
+    text = language.translate(message, lang)
     return text.format(**params) if params else text
 
 
 def phase_label(phase: str, lang: str = "zh-hans") -> str:
     """A Job/Pod phase (``Running``, ...) in ``lang``, as the pages show it (``jobs.models.Phase`` labels)."""
-    from django.utils import translation
-    from django.utils.translation import gettext
-
-    with translation.override("en" if is_en(lang) else "zh-hans"):
-        return gettext(phase) if phase else phase
+    return language.translate(phase, lang) if phase else phase
 
 
 def status_label(status: str, lang: str = "zh-hans") -> str:
     """The word of a status (``met`` ...) in ``lang``: 符合预期 / Met, ..."""
-    zh, en = STATUS_TEXT[status]
-    return en if is_en(lang) else zh
+    return language.translate(STATUS_TEXT[status], lang)
 
 
 def check_title(number: int, lang: str = "zh-hans") -> str:
     """The title of check ``number`` (1..6) in ``lang``: the seed 02 record's row title in Chinese."""
-    zh, en = CHECK_TITLES[number - 1]
-    return en if is_en(lang) else zh
+    return language.translate(CHECK_TITLES[number - 1], lang)
 
 
 def time_label(value: datetime | None) -> str:

@@ -7,6 +7,8 @@ Job is not stopped. The evidence names each role's image, selector, replicas, GP
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_noop
+
 from jobs.explain.runcheck_input import MET, NOT_MET, TO_CONFIRM, RunCheckInput, phase_label, time_label, tr
 from jobs.jobspec.layout import display_role_of, main_container, task_layout
 
@@ -17,8 +19,7 @@ def check_job(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
     ev = [
         tr(
             lang,
-            "Job {job} 已创建（{created}），当前阶段 {phase}。",
-            "Job {job} exists (created {created}), phase {phase}.",
+            gettext_noop("Job {job} exists (created {created}), phase {phase}."),
             job=data.job,
             created=time_label(data.created_at),
             phase=phase_label(data.phase, lang),
@@ -33,7 +34,7 @@ def check_job(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
     for item in layout:
         task = tasks.get(item.template_name)
         if task is None:
-            problems.append(tr(lang, "模板 {t} 没有对应的 Task。", "Template {t} has no Task.", t=item.template_name))
+            problems.append(tr(lang, gettext_noop("Template {t} has no Task."), t=item.template_name))
             continue
         diffs = []
         for label, want, got in (
@@ -53,10 +54,10 @@ def check_job(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
         ev.append(
             tr(
                 lang,
-                "{role}（{task}）：镜像 {image}，选择器 {sel}，副本 {rep}，GPU {gpu}，挂载 {mounts} 个，"
-                "环境变量 {env} 个{head}，与保存的 YAML 一致。",
-                "{role} ({task}): image {image}, selector {sel}, replicas {rep}, GPU {gpu}, {mounts} mounts, "
-                "{env} env variables{head}; matches the stored YAML.",
+                gettext_noop(
+                    "{role} ({task}): image {image}, selector {sel}, replicas {rep}, GPU {gpu}, {mounts} mounts, "
+                    "{env} env variables{head}; matches the stored YAML."
+                ),
                 role=display_role_of(template) or item.template_name,
                 task=item.task_name,
                 image=container.get("image") or "-",
@@ -65,16 +66,16 @@ def check_job(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
                 gpu=gpus,
                 mounts=len(container.get("volumeMounts") or []),
                 env=len(env_names),
-                head=(tr(lang, "，Header（含运行脚本）", ", header (with run script)") if item.head else ""),
+                head=tr(lang, gettext_noop(", header (with run script)")) if item.head else "",
             )
         )
     extra = set(tasks) - {i.template_name for i in layout}
     for name in sorted(extra):
-        problems.append(tr(lang, "Task {t} 不在保存的 YAML 中。", "Task {t} is not in the stored YAML.", t=name))
+        problems.append(tr(lang, gettext_noop("Task {t} is not in the stored YAML."), t=name))
     if not data.tasks:
-        return TO_CONFIRM, ev + [tr(lang, "控制器尚未创建 Task。", "The controller has not created the Tasks yet.")]
+        return TO_CONFIRM, ev + [tr(lang, gettext_noop("The controller has not created the Tasks yet."))]
     if problems:
         return NOT_MET, ev[:1] + problems
     if data.stopped or data.phase == "Stopped":
-        return NOT_MET, ev + [tr(lang, "任务已被停止。", "The job has been stopped.")]
+        return NOT_MET, ev + [tr(lang, gettext_noop("The job has been stopped."))]
     return MET, ev

@@ -10,6 +10,8 @@ is not met.
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_noop
+
 from clusters.selectors import matches
 from jobs.explain.runcheck_input import (
     ENDED_PHASES,
@@ -42,8 +44,7 @@ def check_pods(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
         if len(pods) != task.replicas:
             msg = tr(
                 lang,
-                "角色 {role}：实际 Pod {n} 个，预期 {want} 个。",
-                "Role {role}: {n} actual Pods, {want} expected.",
+                gettext_noop("Role {role}: {n} actual Pods, {want} expected."),
                 role=task.role,
                 n=len(pods),
                 want=task.replicas,
@@ -55,15 +56,14 @@ def check_pods(data: RunCheckInput, lang: str) -> tuple[str, list[str]]:
     if data.num_nodes is not None:
         line = tr(
             lang,
-            "实际 Pod 总数 {n}，RLinf cluster.num_nodes = {want}。",
-            "{n} actual Pods in total; RLinf cluster.num_nodes = {want}.",
+            gettext_noop("{n} actual Pods in total; RLinf cluster.num_nodes = {want}."),
             n=total,
             want=data.num_nodes,
         )
         (ev if total == data.num_nodes else (pending if total < data.num_nodes else bad)).append(line)
     if not data.pods:
         return missing_status(data) if data.tasks else TO_CONFIRM, [
-            tr(lang, "暂无 Pod 详情，等待任务同步。", "No Pod details yet, waiting for sync.")
+            tr(lang, gettext_noop("No Pod details yet, waiting for sync."))
         ]
     if bad:
         return NOT_MET, bad + ev
@@ -86,8 +86,7 @@ def _pod_lines(
     ev.append(
         tr(
             lang,
-            "{role} / {pod}：Node {node}，IP {ip}，阶段 {phase}，重启 {r} 次。",
-            "{role} / {pod}: node {node}, IP {ip}, phase {phase}, restarts: {r}.",
+            gettext_noop("{role} / {pod}: node {node}, IP {ip}, phase {phase}, restarts: {r}."),
             role=task.role,
             pod=p.name,
             node=p.node or "-",
@@ -100,37 +99,27 @@ def _pod_lines(
         bad.append(
             tr(
                 lang,
-                "{pod} 所在的 Node {node} 不匹配选择器 {sel}。",
-                "{pod} runs on node {node}, which does not match selector {sel}.",
+                gettext_noop("{pod} runs on node {node}, which does not match selector {sel}."),
                 pod=p.name,
                 node=p.node,
                 sel=",".join(f"{k}={v}" for k, v in task.selector.items()),
             )
         )
     if not p.node:
-        pending.append(tr(lang, "{pod} 尚未调度到 Node。", "{pod} is not scheduled on a node yet.", pod=p.name))
+        pending.append(tr(lang, gettext_noop("{pod} is not scheduled on a node yet."), pod=p.name))
     elif p.phase == "Failed":
-        bad.append(tr(lang, "{pod} 已失败（{r}）。", "{pod} failed ({r}).", pod=p.name, r=p.reason or "-"))
+        bad.append(tr(lang, gettext_noop("{pod} failed ({r})."), pod=p.name, r=p.reason or "-"))
     elif p.phase == "Pending" or (p.phase == "Running" and not p.ready and data.phase not in ENDED_PHASES):
         pending.append(
             tr(
                 lang,
-                "{pod} 尚未就绪（{phase}）。",
-                "{pod} is not ready yet ({phase}).",
+                gettext_noop("{pod} is not ready yet ({phase})."),
                 pod=p.name,
                 phase=phase_label(worker_phase_of(data.phase, data.stopped, p.phase), lang),
             )
         )
     if p.restarts:
-        bad.append(
-            tr(
-                lang,
-                "{pod} 重启了 {r} 次，需要说明原因。",
-                "{pod} restarted {r} times; explain why.",
-                pod=p.name,
-                r=p.restarts,
-            )
-        )
+        bad.append(tr(lang, gettext_noop("{pod} restarted {r} times; explain why."), pod=p.name, r=p.restarts))
 
 
 def _header_count(
@@ -147,14 +136,7 @@ def _header_count(
     head_tasks = [t for t in data.tasks if t.head]
     if len(head_tasks) != 1 or len(heads) != 1:
         (bad if len(heads) > 1 or len(head_tasks) != 1 else pending).append(
-            tr(
-                lang,
-                "Header 实际 Pod 数为 {n}，应为 1。",
-                "The header has {n} actual Pods; it must have 1.",
-                n=len(heads),
-            )
+            tr(lang, gettext_noop("The header has {n} actual Pods; it must have 1."), n=len(heads))
         )
     else:
-        ev.append(
-            tr(lang, "Header 只有 1 个实际 Pod：{pod}。", "The header has exactly 1 Pod: {pod}.", pod=heads[0].name)
-        )
+        ev.append(tr(lang, gettext_noop("The header has exactly 1 Pod: {pod}."), pod=heads[0].name))

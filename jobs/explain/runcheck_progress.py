@@ -7,6 +7,8 @@ role's hostPath mounts, elsewhere inside a running Worker; a path the console ca
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_noop
+
 from jobs.explain.runcheck_input import MET, NOT_MET, TO_CONFIRM, RunCheckInput, head_first, missing_status, tr
 from jobs.explain.runcheck_settings import progress_pattern
 from jobs.observe.log_markers import LogScan
@@ -25,28 +27,18 @@ def check_progress(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) ->
     missing: list[str] = []
     bad: list[str] = []
     if hit is None:
-        missing.append(
-            tr(lang, "日志中尚未出现业务进展 {p}。", "No progress line matching {p} in the logs yet.", p=pattern)
-        )
+        missing.append(tr(lang, gettext_noop("No progress line matching {p} in the logs yet."), p=pattern))
     else:
         pod, (line_no, line) = hit
-        ev.append(
-            tr(
-                lang,
-                "业务进展：{pod} 第 {n} 行：{line}",
-                "Progress: {pod} line {n}: {line}",
-                pod=pod,
-                n=line_no,
-                line=line,
-            )
-        )
+        ev.append(tr(lang, gettext_noop("Progress: {pod} line {n}: {line}"), pod=pod, n=line_no, line=line))
     out = data.output
     if out.state == "ok":
         ev.append(
             tr(
                 lang,
-                "输出 {path}：{files} 个文件，可重新读取；最新文件 {sample}（{size} 字节，sha256 {sha}）。",
-                "Output {path}: {files} files, readable; newest file {sample} ({size} bytes, sha256 {sha}).",
+                gettext_noop(
+                    "Output {path}: {files} files, readable; newest file {sample} ({size} bytes, sha256 {sha})."
+                ),
                 path=out.path,
                 files=out.files,
                 sample=out.sample,
@@ -56,19 +48,16 @@ def check_progress(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) ->
         )
     elif out.state == "unset":
         missing.append(
-            tr(
-                lang,
-                "尚未设置输出或 checkpoint 路径，无法确认持久化输出。",
-                "No output or checkpoint path is set, so persisted output cannot be confirmed.",
-            )
+            tr(lang, gettext_noop("No output or checkpoint path is set, so persisted output cannot be confirmed."))
         )
     elif out.state == "unsupported":
         missing.append(
             tr(
                 lang,
-                "输出 {path} 不在控制台可读取的位置（{detail}），请在目标存储中确认可重新读取。",
-                "Output {path} is not where the console can read it ({detail}); confirm it is readable in the"
-                " target storage.",
+                gettext_noop(
+                    "Output {path} is not where the console can read it ({detail}); confirm it is readable in the"
+                    " target storage."
+                ),
                 path=out.path,
                 detail=out.detail,
             )
@@ -78,8 +67,7 @@ def check_progress(data: RunCheckInput, lang: str, scans: dict[str, LogScan]) ->
     else:
         msg = tr(
             lang,
-            "输出 {path} 不存在或无法读取（{detail}）。",
-            "Output {path} does not exist or cannot be read ({detail}).",
+            gettext_noop("Output {path} does not exist or cannot be read ({detail})."),
             path=out.path,
             detail=out.detail or out.state,
         )

@@ -12,6 +12,8 @@ the wrapper markers of upstream-rlark 5.1-5.3, rlinf.md 3):
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_noop
+
 from jobs.explain.diagnosis import stage_label
 from jobs.explain.runcheck_input import MET, NOT_MET, PodRow, RunCheckInput, TaskView, missing_status, tr
 from jobs.observe.log_markers import LogScan
@@ -60,8 +62,7 @@ def _worker_lines(
         missing.append(
             tr(
                 lang,
-                "Worker {pod}（{role}）尚无启动日志，未加入 Ray 集群。",
-                "Worker {pod} ({role}) has no start-up log and has not joined the Ray cluster.",
+                gettext_noop("Worker {pod} ({role}) has no start-up log and has not joined the Ray cluster."),
                 pod=name,
                 role=task.role,
             )
@@ -72,8 +73,7 @@ def _worker_lines(
         bad.append(
             tr(
                 lang,
-                "Worker {pod} 的 RLINF_NODE_RANK 为 {rank}，预期 {want}（范围 0-{last}）。",
-                "Worker {pod} logged RLINF_NODE_RANK {rank}, expected {want} (range 0-{last}).",
+                gettext_noop("Worker {pod} logged RLINF_NODE_RANK {rank}, expected {want} (range 0-{last})."),
                 pod=name,
                 rank="-" if rank is None else rank,
                 want=expected,
@@ -82,15 +82,7 @@ def _worker_lines(
         )
         return
     if task.head:
-        ev.append(
-            tr(
-                lang,
-                "Header {pod}：RLINF_NODE_RANK: {rank}。",
-                "Header {pod}: RLINF_NODE_RANK: {rank}.",
-                pod=name,
-                rank=rank,
-            )
-        )
+        ev.append(tr(lang, gettext_noop("Header {pod}: RLINF_NODE_RANK: {rank}."), pod=name, rank=rank))
         return
     _joined(task, name, rank, scan, lang, ev, bad, missing)
 
@@ -111,22 +103,13 @@ def _joined(
     exit_marker = scan.last("worker_exit")
     reach = scan.last("head_reachable")
     if exit_marker is not None and exit_marker.failed:
-        bad.append(
-            tr(
-                lang,
-                "Worker {pod} 的 Ray 进程已退出：{line}",
-                "Worker {pod}'s Ray process exited: {line}",
-                pod=name,
-                line=exit_marker.text,
-            )
-        )
+        bad.append(tr(lang, gettext_noop("Worker {pod}'s Ray process exited: {line}"), pod=name, line=exit_marker.text))
     elif reach is not None or (scan.has("connect") and scan.head_wait_attempts == 0 and not scan.has("head_ip")):
         joined = reach.text if reach is not None else scan.last("connect").text
         ev.append(
             tr(
                 lang,
-                "Worker {pod}：RLINF_NODE_RANK: {rank}（预期 {rank}），{line}",
-                "Worker {pod}: RLINF_NODE_RANK: {rank} (expected {rank}), {line}",
+                gettext_noop("Worker {pod}: RLINF_NODE_RANK: {rank} (expected {rank}), {line}"),
                 pod=name,
                 rank=rank,
                 line=joined,
@@ -137,8 +120,7 @@ def _joined(
         missing.append(
             tr(
                 lang,
-                "Worker {pod}（{role}）未连接到 Ray Head，最后阶段：{stage}。",
-                "Worker {pod} ({role}) has not connected to the Ray head; last stage: {stage}.",
+                gettext_noop("Worker {pod} ({role}) has not connected to the Ray head; last stage: {stage}."),
                 pod=name,
                 role=task.role,
                 stage=f"{stage_label(last.key, lang)} ({last.text})" if last else "-",
@@ -151,29 +133,28 @@ def _header_lines(head_scan: LogScan, total: int, lang: str, ev: list[str], bad:
     after the cluster formed, and the run script's start."""
     failed = head_scan.first("cluster_check_failed")
     if failed is not None:
-        bad.append(tr(lang, "Header 日志：{line}", "Header log: {line}", line=failed.text))
+        bad.append(tr(lang, gettext_noop("Header log: {line}"), line=failed.text))
     if head_scan.check_passed and head_scan.check_required is not None:
         line = f"Cluster is ready: {head_scan.check_alive_max} nodes available (required: {head_scan.check_required})."
         if head_scan.check_required != total:
             bad.append(
                 tr(
                     lang,
-                    "Header 检查的节点数 {n} 与预期 Worker 总数 {total} 不一致。",
-                    "The header checked for {n} nodes but {total} Workers are expected.",
+                    gettext_noop("The header checked for {n} nodes but {total} Workers are expected."),
                     n=head_scan.check_required,
                     total=total,
                 )
             )
         else:
-            ev.append(tr(lang, "Header 节点检查：{line}", "Header node check: {line}", line=line))
+            ev.append(tr(lang, gettext_noop("Header node check: {line}"), line=line))
     elif failed is None:
-        missing.append(tr(lang, "Header 尚未确认节点数量。", "The header has not confirmed the node count yet."))
+        missing.append(tr(lang, gettext_noop("The header has not confirmed the node count yet.")))
     if head_scan.rlinf_waiting and head_scan.rlinf_waiting[1] < head_scan.rlinf_waiting[0]:
         formed = head_scan.rlinf_cluster_line
         if formed is None or formed[0] < (head_scan.rlinf_waiting_line or (0, ""))[0]:
-            bad.append(tr(lang, "RLinf 日志：{line}", "RLinf log: {line}", line=head_scan.rlinf_waiting_line[1]))
+            bad.append(tr(lang, gettext_noop("RLinf log: {line}"), line=head_scan.rlinf_waiting_line[1]))
     run = head_scan.first("run_script") or head_scan.first("no_run_script")
     if run is not None:
-        ev.append(tr(lang, "Header 运行脚本已开始：{line}", "The header's run script started: {line}", line=run.text))
+        ev.append(tr(lang, gettext_noop("The header's run script started: {line}"), line=run.text))
     else:
-        missing.append(tr(lang, "运行脚本尚未开始执行。", "The run script has not started yet."))
+        missing.append(tr(lang, gettext_noop("The run script has not started yet.")))

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 
-from jobs.explain.runcheck_input import CHECK_TITLES, STATUS_TEXT, TO_CONFIRM, CheckResult, time_label, tr
+from django.utils.translation import gettext_noop
+
+from jobs.explain.runcheck_input import TO_CONFIRM, CheckResult, check_title, status_label, time_label, tr
 from jobs.jobspec.layout import main_container
 from jobs.jobspec.rlinf import num_nodes_of
 
@@ -32,7 +34,7 @@ def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = 
     images = []
     for t in templates:
         image = str(main_container(t).get("image") or "-")
-        digest = image.split("@", 1)[1] if "@" in image else tr(lang, "未记录", "not recorded")
+        digest = image.split("@", 1)[1] if "@" in image else tr(lang, gettext_noop("not recorded"))
         images.append(f"{t.get('name')}: {image} (digest: {digest})")
     yaml_text = yaml.safe_dump(job.spec or {}, allow_unicode=True, sort_keys=False)
     yaml_sha = hashlib.sha256(yaml_text.encode()).hexdigest()[:16]
@@ -40,20 +42,18 @@ def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = 
     if job.rlinf_config:
         config = tr(
             lang,
-            "已附加 RLinf 配置（sha256 {sha}）；命令来源：Header 运行脚本（sha256 {run}）",
-            "RLinf config attached (sha256 {sha}); command source: header run script (sha256 {run})",
+            gettext_noop("RLinf config attached (sha256 {sha}); command source: header run script (sha256 {run})"),
             sha=hashlib.sha256(job.rlinf_config.encode()).hexdigest()[:16],
             run=hashlib.sha256(run_script.encode()).hexdigest()[:16],
         )
     else:
         config = tr(
             lang,
-            "未附加 RLinf 配置；命令来源：Header 运行脚本（sha256 {run}）",
-            "No RLinf config attached; command source: header run script (sha256 {run})",
+            gettext_noop("No RLinf config attached; command source: header run script (sha256 {run})"),
             run=hashlib.sha256(run_script.encode()).hexdigest()[:16],
         )
     num_nodes = num_nodes_of(job.rlinf_config) if job.rlinf_config else None
-    mode = tr(lang, "执行模式待确认", "execution mode to confirm")
+    mode = tr(lang, gettext_noop("execution mode to confirm"))
     clusters: dict[str, set[str]] = {}
     gpus = []
     for task in job.tasks.select_related("cluster").prefetch_related("pods").order_by("order"):
@@ -81,20 +81,21 @@ def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = 
     ]
     by_number = {r.number: r for r in results}
     for number in range(1, 7):
-        title = f"{number}. {CHECK_TITLES[number - 1][0]}"
+        title = f"{number}. {check_title(number, 'zh-hans')}"
         result = by_number.get(number)
         if result is None:
             checked = results[0].checked_at if results else None
-            status = STATUS_TEXT[TO_CONFIRM][0]
+            status = status_label(TO_CONFIRM, "zh-hans")
             note = tr(
                 lang,
-                "由记录人汇总前五项，明确继续运行、停止或保留排查，以及联系人和保留期限",
-                "The recorder summarises checks 1-5 and decides to continue, stop or keep for troubleshooting,"
-                " with contacts and retention",
+                gettext_noop(
+                    "The recorder summarises checks 1-5 and decides to continue, stop or keep for troubleshooting,"
+                    " with contacts and retention"
+                ),
             )
         else:
             checked = result.checked_at
-            status = STATUS_TEXT[result.status][0]
+            status = status_label(result.status, "zh-hans")
             note = " ".join(result.evidence[:4])
         lines.append(f"| {_cell(title)} | {status} | {time_label(checked)} | {_cell(location)} | {_cell(note)} |")
     return "\n".join(lines) + "\n"

@@ -6,12 +6,15 @@ Ready that is not True, becomes a ``node_condition`` warning naming the Worker, 
 with the node's latest Warning event as evidence. One query for all the job's nodes.
 
 ``jobs.explain.diagnosis`` imports this module (never the other way): it registers :data:`TEXT` and
-:data:`DETAIL` and turns each :class:`NodeProblem` into a ``node_condition`` Finding in ``diagnose_job``.
+:data:`DETAIL` (English msgids; their Chinese is in the zh_Hans catalog of ``jobs``) and turns each
+:class:`NodeProblem` into a ``node_condition`` Finding in ``diagnose_job``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from django.utils.translation import gettext_noop
 
 from clusters.models import Node
 from clusters.node_health import problems
@@ -19,15 +22,14 @@ from jobs.models import Pod
 
 CODE = "node_condition"
 TEXT = (
-    "Worker 所在节点状态异常",
-    "The Worker's node reports a problem",
-    "节点磁盘、内存、进程数或网络压力，或节点未就绪",
-    "Disk, memory, PID or network pressure on the node, or the node is not Ready",
-    "请管理员在后台“节点”页查看该节点的状况和事件；必要时封锁节点并在其他节点重启任务。",
-    "Ask an administrator to check the node's conditions and events in the back office (Nodes); cordon it"
-    " and restart the job elsewhere if needed.",
+    gettext_noop("The Worker's node reports a problem"),
+    gettext_noop("Disk, memory, PID or network pressure on the node, or the node is not Ready"),
+    gettext_noop(
+        "Ask an administrator to check the node's conditions and events in the back office (Nodes); cordon it"
+        " and restart the job elsewhere if needed."
+    ),
 )
-DETAIL = ("节点 {node}：{conditions}。{event}", "Node {node}: {conditions}. {event}")
+DETAIL = gettext_noop("Node {node}: {conditions}. {event}")
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from jobs.observe.status import (
     runtime_seconds,
     worker_rows,
 )
+from rlark_console import language
 from rlark_console.redirects import safe_next
 
 PAGE_SIZES = (10, 20, 50)
@@ -229,9 +230,7 @@ def _pending_reasons(job: Job) -> list[dict[str, Any]]:
     """Per-role reasons a Pending job's Workers are not running (``jobs.explain.pending``)."""
     if job.phase != Phase.PENDING or job.stopped:
         return []
-    from django.utils.translation import get_language
-
-    lang = "en" if (get_language() or "").startswith("en") else "zh-hans"
+    lang = language.lang()
     rows = []
     for role, reasons in job_pending_reasons(job, with_logs=False).items():
         rows += [{"role": role, **r.to_dict(lang)} for r in reasons]

@@ -384,7 +384,7 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
         else:
             wz.apply_job_type(state, state.job_type, inv.cluster_names)
     elif name == "add_role":
-        wz.add_role(state, inv.cluster_names, lang)
+        wz.add_role(state, inv.cluster_names)
     elif name == "remove_role" and role:
         wz.remove_role(state, idx)
     elif name == "header" and role:

@@ -1,8 +1,8 @@
 """Every page in zh shows no English UI text.
 
 The list of the product's own English UI strings is built from its catalogs: every ``msgid`` of every
-``*/locale/zh_Hans/LC_MESSAGES/django.mo`` that has a Chinese translation, plus the English side of the
-validator's messages (``jobs.jobspec.messages.MESSAGES``). Each page is rendered in zh through the Django test
+``*/locale/zh_Hans/LC_MESSAGES/django.mo`` that has a Chinese translation (the validator's, diagnosis' and run
+check's messages among them). Each page is rendered in zh through the Django test
 client for jobs in several states (running, pending, failed with a stored server message, stopped, succeeded);
 its visible text and its ``title``/``placeholder``/``aria-label`` attributes (not code, YAML, logs or names) must
 contain none of those strings.
@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from jobs.jobspec.messages import MESSAGES
 from jobs.models import Pod
 from tests.jobs.test_metrics import job  # noqa: F401 - the fixture
 
@@ -55,10 +54,11 @@ TERMS = {
     "ID",
     "Task",
     "Global Step",
+    "RLINF_NODE_RANK",  # the environment variable that numbers the Workers (run check evidence, Workers tab)
 }
 # Quoted log lines and log markers (RLinf's and the wrapper scripts' own output) stay as the programs wrote them.
 LOG_QUOTE = re.compile(r"^行 \d+: ")
-LOG_MARKERS = ("Global Step",)
+LOG_MARKERS = ("Global Step", "│ Progress:")  # RLinf's progress bar cells, quoted by the run check's evidence
 SKIP_TAGS = {"script", "style", "code", "pre", "textarea", "kbd", "samp"}
 SKIP_CLASSES = {"mono", "log", "yaml"}
 
@@ -76,7 +76,6 @@ def _english_strings() -> list[str]:
             if not msgid or not msgstr or msgid == msgstr:
                 continue
             out.add(msgid)
-    out.update(en for _zh, en in MESSAGES.values())
     fragments: set[str] = set()
     for text in out:
         # the literal parts around placeholders; a fragment counts when it is clearly English prose

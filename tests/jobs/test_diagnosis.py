@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from jobs.explain.diagnosis import FINDING_TEXT, WorkerInput, diagnose, scan_log
+from rlark_console.language import translate
 
 HEAD_OK = """RLINF_NODE_RANK: 0
 rlark-sshd started on port 22
@@ -235,5 +238,7 @@ def test_restarted_container_only_last_run_counts():
 
 
 def test_every_finding_has_both_languages():
-    for code, texts in FINDING_TEXT.items():
-        assert len(texts) == 6 and all(texts), code
+    for code, texts in FINDING_TEXT.items():  # title, suspicion, next step: English msgids
+        assert len(texts) == 3 and all(texts), code
+        for text in texts:
+            assert translate(text, "en") == text and re.search(r"[\u4e00-\u9fff]", translate(text, "zh-hans")), code

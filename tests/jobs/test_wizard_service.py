@@ -47,8 +47,8 @@ def test_job_type_templates_and_new_role_defaults():
     assert state.header == 0
     wz.apply_job_type(state, "Custom", CLUSTERS)
     assert state.roles == []
-    wz.add_role(state, CLUSTERS, "en")
-    wz.add_role(state, CLUSTERS, "zh-hans")
+    wz.add_role(state, CLUSTERS)
+    wz.add_role(state, CLUSTERS)
     assert [r.name for r in state.roles] == ["new-role", "new-role-2"]
     assert [r.template_name for r in state.roles] == ["new-role", "new-role-2"]  # no "-20-"
     assert state.roles[0].gpu == "0"
