@@ -40,6 +40,7 @@ log = logging.getLogger("rlark.netagent")
 BACKOFF_START = 1.0
 BACKOFF_MAX = 30.0
 KEEPALIVE = 10  # seconds between SSH keepalives; 3 missed ones drop the connection and start a reconnect
+HOSTS_EVERY = 2.0  # seconds between checks of the managed hosts block (see Agent.keep_hosts)
 
 
 def _ip(*args: str) -> subprocess.CompletedProcess:
@@ -92,8 +93,9 @@ def write_hosts_block(path: str, hosts: dict[str, str]) -> None:
 
 
 class Agent:
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], config_path: str | None = None) -> None:
         self.config = config
+        self.config_path = config_path
         self.device = str(config.get("device") or "tun0")
         self.state: dict[str, Any] = {"state": "connecting", "tun": "", "since": time.time(), "connects": 0}
         self.stopping = asyncio.Event()
@@ -110,11 +112,37 @@ class Agent:
     def _unit(self) -> int:
         return int(self.device.removeprefix("tun") or 0)
 
+    def _current_hosts(self) -> dict[str, str]:
+        """The ``hosts`` of the config file as it is now (Kubernetes updates a mounted Secret in place when members
+        join); the config read at start when the file is missing or unreadable."""
+        if self.config_path:
+            try:
+                hosts = json.loads(Path(self.config_path).read_text()).get("hosts")
+                if isinstance(hosts, dict):
+                    self.config["hosts"] = hosts
+            except (OSError, ValueError):
+                pass
+        return self.config.get("hosts") or {}
+
+    async def keep_hosts(self) -> None:
+        """Keep the managed block in ``hosts_file`` every ``HOSTS_EVERY`` seconds: the kubelet rewrites a Pod's
+        hosts file whenever one of its containers starts (``ensureHostsFile`` in the kubelet's ``kubelet_pods.go``),
+        so the block written before ``main`` started would be gone by the time the Ray head looks up its domain
+        address (``ray_head.sh``); members that join later appear too."""
+        while True:
+            try:
+                write_hosts_block(self.config["hosts_file"], self._current_hosts())
+            except OSError as exc:
+                log.warning("hosts file %s: %s", self.config["hosts_file"], exc)
+            await asyncio.sleep(HOSTS_EVERY)
+
     async def run_once(self) -> bool:
         """One connection, in this process (``--once``): True when it was connected at some point."""
         ensure_tun(self.device, self.config["ip"], self.config["prefix"], int(self.config.get("mtu") or MTU))
+        keeper = None
         if self.config.get("hosts_file"):  # Kubernetes; the local runtime's supervisor writes the Worker's file
-            write_hosts_block(self.config["hosts_file"], self.config.get("hosts") or {})
+            write_hosts_block(self.config["hosts_file"], self._current_hosts())
+            keeper = asyncio.ensure_future(self.keep_hosts())
         self._status(tun=self.config["ip"])
         try:
             await self._connect_once()
@@ -123,6 +151,9 @@ class Agent:
             self._status(state="connecting", error=f"{exc.__class__.__name__}: {exc}"[:300])
             log.warning("relay connection failed: %s", exc)
             return False
+        finally:
+            if keeper is not None:
+                keeper.cancel()
 
     async def _connect_once(self) -> None:
         c = self.config
@@ -184,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
         supervise(argv[0])
         return
     config = json.loads(Path(argv[0]).read_text())
-    agent = Agent(config)
+    agent = Agent(config, argv[0])
     try:
         agent.state.update(json.loads(Path(config["status"]).read_text()))
     except (OSError, ValueError):

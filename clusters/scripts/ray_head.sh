@@ -73,6 +73,10 @@ if [ -n "${RLARK_DOMAIN:-}" ]; then
         echo "Waiting for domain IP from /etc/hosts... (attempt ${i})"
         sleep 1
     done
+    # RLark goes further: upstream keeps the Pod IP silently; say so, since the domain's members cannot reach it
+    if [ -z "${domain_ip:-}" ]; then
+        echo "Domain IP of ${domain_host} not found; Ray uses the Pod IP ${NODE_IP}"
+    fi
 fi
 
 run_pid=""
