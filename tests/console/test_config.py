@@ -20,7 +20,7 @@ import pytest
 
 import rlark_config
 from rlark_config import schema, table
-from tools.arch import graph
+from tools.arch import graph, pysource
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +54,7 @@ def _rlark_literal(node: ast.expr | None) -> str | None:
 def environment_reads(source: str) -> list[tuple[int, str]]:
     """``(line, variable)`` of every read of an ``RLARK_*`` variable named by a literal in ``source``."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(pysource.parse(source)):
         name = None
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_environ(node.value):
             name = _rlark_literal(node.slice)
@@ -204,7 +204,7 @@ def test_djangos_rlark_settings_are_the_objects_values():
 
 def test_the_settings_package_uses_the_standard_library_only():
     for path in sorted((ROOT / "rlark_config").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(pysource.parse_file(path)):
             names = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]

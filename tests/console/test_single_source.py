@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.arch import graph
+from tools.arch import graph, pysource
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +31,7 @@ def _definitions(name: str) -> list[str]:
         for path in sorted((ROOT / package).rglob("*.py")):
             if "migrations" in path.parts:
                 continue
-            tree = ast.parse(path.read_text(encoding="utf-8"))
+            tree = pysource.parse_file(path)
             for node in tree.body:
                 if isinstance(node, ast.Assign | ast.AnnAssign):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]

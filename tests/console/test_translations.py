@@ -19,7 +19,7 @@ from pathlib import Path
 from django.utils.translation import trans_real
 from django.utils.translation.template import templatize
 
-from tools.arch import graph
+from tools.arch import graph, pysource
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS = tuple(p for p in graph.PACKAGES if p != "rlark_cli")  # the console's apps (the client has no UI text)
@@ -56,7 +56,7 @@ def _python_msgids() -> set[tuple[str | None, str, bool, str]]:
         for path in sorted((ROOT / app).rglob("*.py")):
             if "migrations" in path.parts:
                 continue
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for node in ast.walk(pysource.parse_file(path)):
                 if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CALLS):
                     continue
                 at, ctx_at = CALLS[node.func.id]
@@ -181,7 +181,7 @@ def test_no_module_keeps_chinese_ui_text_of_its_own():
             rel = str(path.relative_to(ROOT))
             if "migrations" in path.parts or rel in CHINESE_ALLOWED:
                 continue
-            tree = ast.parse(path.read_text(encoding="utf-8"))
+            tree = pysource.parse_file(path)
             docstrings = {
                 id(node.body[0].value)
                 for node in ast.walk(tree)

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.arch import pysource
 from tools.arch.graph import PACKAGES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +69,7 @@ def local_imports(path: Path) -> list[LocalImport]:
                         found.append(LocalImport(str(rel), child.lineno, module, _reason(lines, child.lineno)))
             visit(child, inside)
 
-    visit(ast.parse(source, str(path)), False)
+    visit(pysource.parse(source, str(path)), False)
     return found
 
 
