@@ -23,6 +23,9 @@ from typing import Any
 
 from ahocorasick_rs import AhoCorasick
 
+from jobs.observe import user_patterns
+from jobs.observe.log_levels import below_error_level
+
 # --- the status sync's markers ------------------------------------------------------------------------------
 
 RUN_EXIT = re.compile(r"Run script exited with code (-?\d+)")
@@ -44,9 +47,6 @@ STAGES = (
     ("Ray worker process exited with code ", "worker_exited"),
 )
 EXIT_STAGES = {"run_exited", "worker_exited"}
-ERROR_LINE = re.compile(
-    r"(?i)(\berror\b|exception|traceback|\bfailed\b|fatal|no such file|not found|permission denied|killed)"
-)
 
 
 def log_signals(text: str) -> dict[str, Any]:
@@ -92,7 +92,8 @@ def _scan(text: str) -> tuple[dict[str, Any], bool]:
             stripped = line.strip()
             if (
                 stripped
-                and ERROR_LINE.search(stripped)
+                and is_error_line(stripped)
+                and not BENIGN_RE.search(stripped)
                 and not stripped.startswith(CHECK_FAILED)
                 and not any(stripped.startswith(marker) for marker, _ in STAGES)
             ):
@@ -196,7 +197,7 @@ ROBOT_RE = re.compile(
 ERROR_LINE_RE = re.compile(
     r"(\b(error|exception|traceback|fatal|panic|failed|failure|killed|segmentation fault|core dumped|"
     r"permission denied|no such file or directory|command not found|not found|cannot|could not|timed out)\b)"
-    r"|No space left on device",
+    r"|\b[A-Za-z_]\w*(?:Error|Exception): |No space left on device",
     re.IGNORECASE,
 )
 # Lines that look like errors but are the wrappers' own routine output.
@@ -349,6 +350,12 @@ def candidates(lines: list[str], hay: str | None = None) -> tuple[set[int], set[
     errors = {low_index[at] for at in error_at} | other | {i for i in scan if MARKER_PREFILTER.search(lines[i])}
     signatures = {low_index[at] for at in signature_at} | other
     return scan, errors, signatures
+
+
+def is_error_line(text: str) -> bool:
+    """A line that is not a wrapper marker counts as an error: it looks like one (``ERROR_ANY_RE``) and no logger
+    wrote it at a level below ERROR (:func:`below_error_level`)."""
+    return ERROR_ANY_RE.search(text) is not None and not below_error_level(text)
 
 
 def looks_like_error(text: str) -> bool:
@@ -596,12 +603,14 @@ class ScanState:
         for pattern, hit in self.patterns.items():
             if hit is not None:
                 continue
-            if _literal(pattern):  # e.g. the default progress pattern "Global Step": one find over the text
+            # a literal such as the default progress pattern "Global Step": one find over the text
+            if user_patterns.is_literal(pattern):
                 at = hay.find(pattern)
                 found = hay.count("\n", 0, at) if at != -1 else None
             else:
-                regex, first = _user_regex(pattern), 0
-                if prefix := _literal_prefix(pattern):  # every match holds it: no line before its first can match
+                regex, first = user_patterns.user_regex(pattern), 0
+                # every match holds the prefix: no line before its first can match
+                if prefix := user_patterns.literal_prefix(pattern):
                     at = hay.find(prefix)
                     first = hay.count("\n", 0, at) if at != -1 else len(lines)
                 found = next((i for i in range(first, len(lines)) if regex.search(lines[i])), None)
@@ -615,7 +624,7 @@ class ScanState:
         if scan:
             self._count(line_no, text, found)
         if errors and text.strip() and not BENIGN_RE.search(text):
-            if _failed(*found) if found is not None else ERROR_ANY_RE.search(text) is not None:
+            if _failed(*found) if found is not None else is_error_line(text):
                 self._error(line_no, text)
         if signatures and text.strip():
             for code, regex in SIGNATURES:
@@ -734,46 +743,6 @@ def json_copy(data: Any) -> Any:
     if isinstance(data, list):
         return [json_copy(v) for v in data]
     return data
-
-
-_REGEX_CACHE: dict[str, re.Pattern[str]] = {}
-
-
-_REGEX_SPECIAL = frozenset(".^$*+?{}[]\\|()\n\r")
-
-
-def _literal(pattern: str) -> bool:
-    """``pattern`` is a regex that matches only its own text (no special character, no line break), so a plain
-    substring search finds the same lines."""
-    return bool(pattern) and not _REGEX_SPECIAL.intersection(pattern)
-
-
-def _literal_prefix(pattern: str) -> str:
-    """The literal text every match of the user regex ``pattern`` starts with ("" when it has an alternation or
-    starts with a special character), e.g. ``"RLinf is running on a cluster with "`` of the default app
-    pattern: a line without it cannot match, so one search of the text skips the lines before its first."""
-    if "|" in pattern:
-        return ""
-    end = 0
-    while end < len(pattern) and pattern[end] not in _REGEX_SPECIAL:
-        end += 1
-    if end < len(pattern) and pattern[end] in "*?{":  # the last character is optional
-        end -= 1
-    return pattern[:end] if end >= 3 else ""
-
-
-def _user_regex(pattern: str) -> re.Pattern[str]:
-    """A user's pattern compiled (an invalid regex is matched as plain text)."""
-    regex = _REGEX_CACHE.get(pattern)
-    if regex is None:
-        try:
-            regex = re.compile(pattern)
-        except re.error:
-            regex = re.compile(re.escape(pattern))
-        if len(_REGEX_CACHE) > 1000:
-            _REGEX_CACHE.clear()
-        _REGEX_CACHE[pattern] = regex
-    return regex
 
 
 def match_marker(text: str) -> tuple[str, dict[str, str]] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.observe import log_markers as lm
+from jobs.observe import user_patterns
 
 LINES = [
     "RLINF_NODE_RANK: 3",
@@ -82,9 +83,9 @@ def test_candidate_lines_hold_every_line_the_full_patterns_match():
 )
 def test_a_literal_pattern_found_by_one_search_hits_the_line_a_regex_hits(pattern):
     state = lm.ScanState([pattern]).feed("\n".join(LINES) + "\n")
-    regex = lm._user_regex(pattern)
+    regex = user_patterns.user_regex(pattern)
     first = next((i for i, line in enumerate(LINES) if regex.search(line)), None)
-    assert lm._literal(pattern)
+    assert user_patterns.is_literal(pattern)
     assert state.patterns[pattern] == (None if first is None else [first + 1, LINES[first]])
 
 
@@ -95,8 +96,8 @@ def test_a_literal_pattern_found_by_one_search_hits_the_line_a_regex_hits(patter
 )  # fmt: skip
 def test_a_regex_with_a_literal_start_hits_the_line_a_full_search_hits(pattern):
     state = lm.ScanState([pattern]).feed("\n".join(LINES) + "\n")
-    regex = lm._user_regex(pattern)
+    regex = user_patterns.user_regex(pattern)
     first = next((i for i, line in enumerate(LINES) if regex.search(line)), None)
     assert state.patterns[pattern] == (None if first is None else [first + 1, LINES[first]])
-    prefix = lm._literal_prefix(pattern)
+    prefix = user_patterns.literal_prefix(pattern)
     assert all(prefix in line for line in LINES if regex.search(line))  # the prefix is in every matching line
