@@ -31,6 +31,7 @@ from django.utils.translation import gettext_noop
 
 from clusters.runtime.base import IMAGE_PULL_REASONS
 from jobs.explain import domain_findings, pending
+from jobs.explain import failure as failures
 from jobs.observe import log_scans, node_findings
 from jobs.observe.log_markers import ERROR, SIGNATURES, WARNING, LogScan, Marker, scan_log
 from jobs.observe.worker_logs import read_logs
@@ -430,6 +431,7 @@ class JobDiagnosis:
 
     workers: list[WorkerDiagnosis] = field(default_factory=list)
     job_findings: list[Finding] = field(default_factory=list)
+    failure: failures.JobFailure | None = None  # why a Failed job failed (``jobs.explain.failure``)
 
     @property
     def findings(self) -> list[Finding]:
@@ -446,8 +448,12 @@ class JobDiagnosis:
         return any(f.code == "multi_head" for f in self.job_findings)
 
     def to_dict(self, lang: str = "zh-hans") -> dict[str, Any]:
+        failed = self.failure
         return {
             "multiHead": self.multi_head,
+            "failure": failed.to_dict(lang, stage_label(failed.stage, lang), stage_advice(failed.stage, lang))
+            if failed
+            else None,
             "findings": [f.to_dict(lang) for f in self.findings],
             "workers": [w.to_dict(lang) for w in self.workers],
         }
@@ -649,12 +655,17 @@ def job_tasks(job) -> list:
     return log_scans.job_tasks(job)
 
 
-def diagnose_job(job, workers: list[WorkerInput] | None = None) -> JobDiagnosis:
+def diagnose_job(job, workers: list[WorkerInput] | None = None, tasks: list | None = None) -> JobDiagnosis:
     """Diagnose a stored Job (reads Pods from the database and logs from the runtime), plus the problems of the
-    Workers' nodes (``jobs.observe.node_findings``: a node under pressure or not Ready) and the cross-cluster job
-    without a network domain (``jobs.explain.domain_findings``)."""
+    Workers' nodes (``jobs.observe.node_findings``: a node under pressure or not Ready), the cross-cluster job
+    without a network domain (``jobs.explain.domain_findings``) and, for a Failed job, why it failed
+    (``jobs.explain.failure``; ``tasks``: the job's Tasks with Pods loaded, when the caller has them)."""
     result = add_node_findings(job, diagnose(workers if workers is not None else worker_inputs(job)))
-    return add_domain_findings(job, result)
+    result = add_domain_findings(job, result)
+    if job.phase == "Failed":
+        stages = {w.worker.pod: (w.last_stage_key, w.first_error) for w in result.workers}
+        result.failure = failures.failure_of(job, tasks if tasks is not None else job_tasks(job), stages)
+    return result
 
 
 FINDING_TEXT.setdefault(domain_findings.CODE, domain_findings.TEXT)
@@ -693,7 +704,7 @@ def diagnosis_and_pending(
     stored = log_scans.job_scans(job, tasks, patterns)
     workers = worker_inputs(job, tasks=tasks, scans=stored.scans)
     reasons = pending.job_pending_reasons(job, tasks=tasks, scans=stored.scans)
-    return diagnose_job(job, workers), reasons, stored
+    return diagnose_job(job, workers, tasks), reasons, stored
 
 
 FINDING_TEXT.setdefault(node_findings.CODE, node_findings.TEXT)
