@@ -4,7 +4,8 @@ a /dev/shm error; the settings form and the Markdown export; zh and en screensho
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
@@ -36,10 +37,8 @@ FAILING_HEAD = HEAD_LOG.replace(
 )
 
 
-@pytest.fixture
-def seeded(admin_user, tmp_path, settings):
-    settings.VAR_DIR = tmp_path / "var"
-    settings.RLARK_LOCAL_ROOT = tmp_path / "no-supervisor"
+def _seed_cluster() -> Cluster:
+    """The online local cluster with a head and a rollout GPU node."""
     cluster = Cluster.objects.create(name="local", runtime="local", status="online")
     upsert_local_nodes(
         cluster,
@@ -48,23 +47,30 @@ def seeded(admin_user, tmp_path, settings):
             {"name": "local-gpu-1", "labels": {"pool": "rollout"}, "capacity": {"nvidia.com/gpu": 8}},
         ],
     )
-    data = tmp_path / "data"
+    return cluster
+
+
+def _seed_job(owner, data: Path, now: datetime) -> Job:
+    """The Running job ``demo`` (a header writing TensorBoard events into ``data``, 2 rollouts), 42 min old."""
     head = template("header", "rlinf/rlinf:v1", {"pool": "head"}, 1, head=True, mounts=data)
     head["tensorBoardDir"] = "/data/tb"
     doc = {
         "metadata": {"name": "demo"},
         "spec": {"tasks": [head, template("rollout", "rlinf/rlinf:v1", {"pool": "rollout"}, 2)]},
     }
-    now = timezone.now()
-    job = Job.objects.create(
+    return Job.objects.create(
         name="demo",
-        owner=admin_user,
+        owner=owner,
         spec=doc,
         phase="Running",
         started_at=now - timedelta(minutes=42),
         rlinf_config="cluster:\n  num_nodes: 3\n",
         run_check={"output_path": "/data/ckpt"},
     )
+
+
+def _seed_tasks(job: Job, cluster: Cluster) -> tuple[Task, Task]:
+    """The job's header and rollout Tasks."""
     th = Task.objects.create(
         job=job,
         template_name="header",
@@ -86,6 +92,11 @@ def seeded(admin_user, tmp_path, settings):
         replicas=2,
         rank_start=1,
     )
+    return th, tr
+
+
+def _seed_pods(th: Task, tr: Task, now: datetime) -> None:
+    """Three Running Pods, the first rollout restarted once."""
     running = {"state": "running", "ready": True}
     Pod.objects.create(
         task=th,
@@ -116,6 +127,11 @@ def seeded(admin_user, tmp_path, settings):
         container_state=running,
         created_at=now - timedelta(minutes=41),
     )
+
+
+def _seed_logs() -> None:
+    """Archived logs: the failing Ray check on the header, an NCCL timeout and a /dev/shm error on rollout-0, a
+    rollout-1 that never reaches the head."""
     logs = {
         "demo-header-0": FAILING_HEAD,
         "demo-rollout-0": worker_log(1)
@@ -131,6 +147,10 @@ def seeded(admin_user, tmp_path, settings):
         path = log_archive_path("demo", pod)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+
+
+def _seed_tensorboard(data: Path) -> None:
+    """40 steps of three TensorBoard scalars under ``data``/tb/run."""
     from tensorboardX import SummaryWriter
 
     writer = SummaryWriter(logdir=str(data / "tb" / "run"))
@@ -139,6 +159,10 @@ def seeded(admin_user, tmp_path, settings):
         writer.add_scalar("env/success_once", min(1.0, step / 35), step)
         writer.add_scalar("rollout/reward", (step % 7) / 7 + step / 40, step)
     writer.close()
+
+
+def _seed_pod_metrics(job: Job, now: datetime) -> None:
+    """20 CPU/memory samples, 5 s apart, of the header and rollout-0."""
     for i in range(20):
         metrics_service.record_pod_metrics(
             job,
@@ -148,6 +172,21 @@ def seeded(admin_user, tmp_path, settings):
             },
             now - timedelta(seconds=5 * (20 - i)),
         )
+
+
+@pytest.fixture
+def seeded(admin_user, tmp_path, settings):
+    settings.VAR_DIR = tmp_path / "var"
+    settings.RLARK_LOCAL_ROOT = tmp_path / "no-supervisor"
+    cluster = _seed_cluster()
+    data = tmp_path / "data"
+    now = timezone.now()
+    job = _seed_job(admin_user, data, now)
+    th, tr = _seed_tasks(job, cluster)
+    _seed_pods(th, tr, now)
+    _seed_logs()
+    _seed_tensorboard(data)
+    _seed_pod_metrics(job, now)
     return job
 
 

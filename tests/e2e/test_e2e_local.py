@@ -134,19 +134,19 @@ def login(page, server, lang: str) -> None:
     page.wait_for_load_state()
 
 
-def test_demo_job_end_to_end(console_server, api, page, tmp_path):
-    timings: dict[str, float] = {}
-    # the demo cluster's own place for admin's output, as the wizard's demo and the README's CLI step use it: made by
-    # the Header's uid (DirectoryOrCreate) inside the console's state directory, which no Worker can otherwise see
-    output = console_server.var_dir / "local" / "host-paths" / "admin" / JOB
+def _demo_document(output: Path) -> dict:
+    """examples/demo/job.yaml as ``JOB``, writing into ``output`` and running long enough for the scenario."""
     document = yaml.safe_load((ROOT / "examples/demo/job.yaml").read_text())
     document["metadata"]["name"] = JOB
     header = document["spec"]["tasks"][0]
     header["kubernetes"]["workload"]["template"]["spec"]["volumes"][0]["hostPath"]["path"] = str(output)
     # Long enough to stay running through the whole scenario; the demo's own default is 60 steps.
     header["runScript"] += " --steps 600"
+    return document
 
-    # --- point 1: create through the API, 3 Running Workers and Ray markers within 60 s
+
+def _check_demo_job_comes_up(api: Api, document: dict, timings: dict[str, float]) -> None:
+    """Point 1: create through the API, 3 Running Workers and Ray markers within 60 s."""
     t0 = time.monotonic()
     code, body = api.call("POST", "/jobs/", document)
     assert code == 201, body
@@ -175,11 +175,13 @@ def test_demo_job_end_to_end(console_server, api, page, tmp_path):
     assert sorted(w["rank"] for w in status["workers"]) == [0, 1, 2]
     wait_for(lambda: api.status()["phase"] == "Running", 20, "job phase Running")
 
-    # --- the detail page (Playwright), both languages
+
+def _check_detail_pages(page, server) -> None:
+    """The detail page (Playwright), both languages: Workers, the header's log, the overview and the job list."""
     ARTIFACTS.mkdir(exist_ok=True)
     for lang in ("zh-hans", "en"):
-        login(page, console_server, lang)
-        page.goto(f"{console_server.url}/jobs/{JOB}/?tab=workers")
+        login(page, server, lang)
+        page.goto(f"{server.url}/jobs/{JOB}/?tab=workers")
         rows = page.locator("[data-testid=worker-table] [data-testid=worker-phase]")
         assert rows.count() == 3
         assert [rows.nth(i).get_attribute("data-phase") for i in range(3)] == ["Running"] * 3
@@ -188,7 +190,7 @@ def test_demo_job_end_to_end(console_server, api, page, tmp_path):
         # the Worker's own address in its job's network (docs/security.md), not the host's loopback
         assert "\t100.64." in page.locator(f"[data-testid=pods-{JOB}-rollout-1]").inner_text()
         page.screenshot(path=str(ARTIFACTS / f"job-detail-workers-{lang}.png"), full_page=True)
-        page.goto(f"{console_server.url}/jobs/{JOB}/?tab=logs")
+        page.goto(f"{server.url}/jobs/{JOB}/?tab=logs")
         # The embedded Logs panel opens on the header's log; filter to the marker line.
         assert page.locator("[data-testid=logs-worker]").input_value() == f"{JOB}-header-0"
         page.fill("[data-testid=logs-filter]", "Ray cluster is ready")
@@ -197,29 +199,32 @@ def test_demo_job_end_to_end(console_server, api, page, tmp_path):
             timeout=15000,
         )
         page.screenshot(path=str(ARTIFACTS / f"job-detail-logs-{lang}.png"))
-        page.goto(f"{console_server.url}/jobs/{JOB}/?tab=overview")
+        page.goto(f"{server.url}/jobs/{JOB}/?tab=overview")
         page.screenshot(path=str(ARTIFACTS / f"job-detail-overview-{lang}.png"), full_page=True)
-        page.goto(f"{console_server.url}/jobs/")
+        page.goto(f"{server.url}/jobs/")
         assert page.locator(f"[data-testid=job-row-{JOB}] [data-testid=job-workers]").inner_text() == "3/3"
         page.screenshot(path=str(ARTIFACTS / f"job-list-{lang}.png"))
 
-    # --- a checkpoint appears in the output mount
-    meta = wait_for(
-        lambda: next(iter(sorted(output.glob("*/checkpoints/global_step_*/actor/meta.json"))), None), 90, "a checkpoint"
-    )
 
-    # --- point 5a: kill the web server mid-run: no state lost
-    pids_before = job_pids(console_server)
+def _check_web_server_kill_loses_nothing(server, api: Api) -> dict[str, set[tuple[int, float]]]:
+    """Point 5a: kill the web server mid-run: no state lost; -> the Workers' processes before."""
+    pids_before = job_pids(server)
     assert len(pids_before) == 3
-    web = child_pid(console_server, "serve_web")  # the web tier (its daphne workers)
+    web = child_pid(server, "serve_web")  # the web tier (its daphne workers)
     os.killpg(web, signal.SIGKILL)
-    wait_for(lambda: child_pid_or_none(console_server, "serve_web") not in (None, web), 30, "web server restart")
+    wait_for(lambda: child_pid_or_none(server, "serve_web") not in (None, web), 30, "web server restart")
     wait_for(lambda: _ok(api), 60, "API back")
     assert running_workers(api) and api.status()["phase"] == "Running"
     assert all(alive(procs) for procs in pids_before.values())  # the same Worker processes run on
+    return pids_before
 
-    # --- point 5b: kill the Celery worker, stop the job while it is down: the action is not lost
-    worker = child_pid(console_server, "worker")
+
+def _check_stop_while_celery_is_down(
+    server, api: Api, pids_before: dict[str, set[tuple[int, float]]], meta: Path
+) -> set[tuple[int, float]]:
+    """Point 5b: kill the Celery worker, stop the job while it is down: the action is not lost; the checkpoint
+    and the header log stay readable; -> every process the job had."""
+    worker = child_pid(server, "worker")
     os.killpg(worker, signal.SIGKILL)
     code, body = api.call("POST", f"/jobs/{JOB}/stop/")
     assert code in (200, 202), body
@@ -233,8 +238,13 @@ def test_demo_job_end_to_end(console_server, api, page, tmp_path):
     assert (meta.parent / "policy.npz").stat().st_size > 0
     # the header log stays readable after the stop
     assert "Global Step" in api.log(f"{JOB}-header-0")
+    return all_pids
 
-    # --- point 3: start brings it back (a new attempt)
+
+def _check_start_brings_it_back(
+    server, api: Api, all_pids: set[tuple[int, float]], timings: dict[str, float]
+) -> set[tuple[int, float]]:
+    """Point 3: start brings it back (a new attempt, new processes); -> the new processes."""
     t1 = time.monotonic()
     code, body = api.call("POST", f"/jobs/{JOB}/start/")
     assert code in (200, 202), body
@@ -242,12 +252,15 @@ def test_demo_job_end_to_end(console_server, api, page, tmp_path):
     timings["restart_workers_running"] = time.monotonic() - t1
     assert api.status()["attempt"] == 2
     wait_for(lambda: "Executing run script..." in api.log(), READY_BUDGET, "run script after start")
-    pids = set().union(*job_pids(console_server).values())
+    pids = set().union(*job_pids(server).values())
     assert pids and not (pids & all_pids)
+    return pids
 
-    # --- point 3: stop from the page (confirmation dialog) within 10 s, no process left (by PID)
-    login(page, console_server, "en")
-    page.goto(f"{console_server.url}/jobs/{JOB}/")
+
+def _check_stop_from_the_page(page, server, api: Api, pids: set[tuple[int, float]], timings: dict[str, float]) -> None:
+    """Point 3: stop from the page (confirmation dialog) within 10 s, no process left (by PID)."""
+    login(page, server, "en")
+    page.goto(f"{server.url}/jobs/{JOB}/")
     page.click("[data-testid=action-stop]")
     assert page.locator("#confirm-dialog").is_visible()
     assert f'Stop job "{JOB}"?' in page.inner_text("#confirm-dialog")
@@ -257,21 +270,41 @@ def test_demo_job_end_to_end(console_server, api, page, tmp_path):
     wait_for(lambda: not alive(pids), 10 * LOAD, "every process gone within 10 s of Stop")
     timings["stop_seconds"] = time.monotonic() - t2
     assert api.status()["phase"] == "Stopped"
-    page.goto(f"{console_server.url}/jobs/{JOB}/")
+    page.goto(f"{server.url}/jobs/{JOB}/")
     assert page.inner_text("[data-testid=detail-phase]") == "Stopped"
 
-    # --- point 3: delete leaves nothing running
+
+def _check_delete_leaves_nothing(server, api: Api) -> None:
+    """Point 3: delete (of a started job) leaves nothing running, and the supervisor holds no Worker of it."""
     code, body = api.call("POST", f"/jobs/{JOB}/start/")
     assert code in (200, 202), body
-    wait_for(lambda: len(job_pids(console_server)) == 3, 60, "Workers started again")
-    pids = set().union(*job_pids(console_server).values())
+    wait_for(lambda: len(job_pids(server)) == 3, 60, "Workers started again")
+    pids = set().union(*job_pids(server).values())
     code, body = api.call("DELETE", f"/jobs/{JOB}/")
     assert code in (200, 204), body
     wait_for(lambda: not alive(pids), 15, "nothing running after delete")
     assert api.call("GET", f"/jobs/{JOB}/")[0] == 404
     # The supervisor forgets a Pod once its whole process group is reaped: no Worker of the job is left, not even
     # one started by a reconcile racing the delete.
-    wait_for(lambda: job_pids(console_server) == {}, 15, "the supervisor holds no Worker of the deleted job")
+    wait_for(lambda: job_pids(server) == {}, 15, "the supervisor holds no Worker of the deleted job")
+
+
+def test_demo_job_end_to_end(console_server, api, page, tmp_path):
+    timings: dict[str, float] = {}
+    # the demo cluster's own place for admin's output, as the wizard's demo and the README's CLI step use it: made by
+    # the Header's uid (DirectoryOrCreate) inside the console's state directory, which no Worker can otherwise see
+    output = console_server.var_dir / "local" / "host-paths" / "admin" / JOB
+    _check_demo_job_comes_up(api, _demo_document(output), timings)
+    _check_detail_pages(page, console_server)
+    # --- a checkpoint appears in the output mount
+    meta = wait_for(
+        lambda: next(iter(sorted(output.glob("*/checkpoints/global_step_*/actor/meta.json"))), None), 90, "a checkpoint"
+    )
+    pids_before = _check_web_server_kill_loses_nothing(console_server, api)
+    all_pids = _check_stop_while_celery_is_down(console_server, api, pids_before, meta)
+    pids = _check_start_brings_it_back(console_server, api, all_pids, timings)
+    _check_stop_from_the_page(page, console_server, api, pids, timings)
+    _check_delete_leaves_nothing(console_server, api)
     (ARTIFACTS / "e2e-local-timings.json").write_text(json.dumps(timings, indent=1))
     print("e2e timings:", timings)
 
@@ -383,34 +416,19 @@ def _pods_of(server, job: str) -> dict[str, dict]:
     return {p["name"]: p for p in state.get("pods", {}).values() if p.get("job") == job}
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="Workers of a root console run as subordinate uids")
-def test_ordinary_user_cannot_reach_the_console_and_workers_survive_a_console_restart(console_server, api, tmp_path):
-    """On the real console: an ordinary user's demo job (3 real Ray nodes) whose run
-    script first tries to read the console's key, database, source and another job's work directory gets
-    permission denied, runs as root inside and as a subordinate uid on the host, and still ends Succeeded.
-    Then restarting the whole runconsole stack leaves a running job's Workers alone (same processes, 0
-    restarts, same attempt), and a simulated host reboot (everything killed) shows up on the job: restarts
-    counted, attempt bumped, "the local runtime restarted", the previous instance's log readable."""
-    var = Path(console_server.env["RLARK_VAR_DIR"])
-    keep = "e2e-keep"
+def _start_the_other_job(api: Api, var: Path, keep: str) -> Path:
+    """Another job ``keep`` runs and writes into its work directory; -> that directory."""
     loop = 'i=0; while true; do i=$((i+1)); echo "Global Step: $i"; echo secret-$i > /rlark/work/step; sleep 1; done'
     code, body = api.call("POST", "/jobs/", single_header_job(keep, loop))
     assert code == 201, body
     wait_for(lambda: "Global Step: 2" in _job_log(api, keep, f"{keep}-header-0"), READY_BUDGET, "the other job runs")
     other_work = next(var.glob(f"local/pods/*/{keep}-header-0/work"))
     assert (other_work / "step").exists()
+    return other_work
 
-    # --- point 1: an ordinary user's demo job probes the console's files, then trains as usual
-    carol = _user_api(console_server, "carol")
-    db_url = console_server.env["DATABASE_URL"]
-    targets = {
-        "key": var / "encryption.key",
-        "secret-key": var / "secret.key",
-        "other-job": other_work / "step",
-        "source": ROOT / "manage.py",
-    }
-    if db_url.startswith("sqlite"):  # on PostgreSQL the database is no file of the console's
-        targets["database"] = Path(db_url.removeprefix("sqlite:///"))
+
+def _submit_the_probing_demo(api: Api, carol: Api, targets: dict[str, Path], keep: str, out: Path) -> None:
+    """Point 1: carol's demo job first tries to read each of ``targets``; only she and admin see it."""
     probes = "".join(
         f'if out=$(cat -- "{path}" 2>&1); then echo "PROBE {name} READ"; else echo "PROBE {name} DENIED $out"; fi\n'
         for name, path in targets.items()
@@ -418,34 +436,40 @@ def test_ordinary_user_cannot_reach_the_console_and_workers_survive_a_console_re
     document = yaml.safe_load((ROOT / "examples/demo/job.yaml").read_text())
     document["metadata"]["name"] = "e2e-isolated"
     header = document["spec"]["tasks"][0]
-    header["kubernetes"]["workload"]["template"]["spec"]["volumes"][0]["hostPath"]["path"] = str(tmp_path / "out")
+    header["kubernetes"]["workload"]["template"]["spec"]["volumes"][0]["hostPath"]["path"] = str(out)
     header["runScript"] = f'echo "ID $(id)"\n{probes}{header["runScript"]} --steps 30'
     code, body = carol.call("POST", "/jobs/", document)
     assert code == 201, body
     assert api.call("GET", "/jobs/e2e-isolated/")[0] == 200 and carol.call("GET", f"/jobs/{keep}/")[0] == 404
 
-    def pid1_uids():
-        uids = {}
-        for name, pod in _pods_of(console_server, "e2e-isolated").items():
-            kids = psutil.Process(pod["pid"]).children() if pod.get("pid") else []
-            if not kids:
-                return None
-            try:  # PID 1 runs podinit.sh as root, then execs into the id-mapped user namespace
-                entered = os.readlink(f"/proc/{kids[0].pid}/ns/user") != os.readlink("/proc/self/ns/user")
-                if not entered or kids[0].name() == "unshare":
-                    return None
-            except (OSError, psutil.Error):
-                return None
-            uids[name] = _host_uid(kids[0].pid)
-        return len(uids) == 3 and uids
 
+def _pid1_uids(server) -> dict[str, int] | bool | None:
+    """Worker -> the host uid of its PID 1 once all 3 have entered their id-mapped user namespace."""
+    uids = {}
+    for name, pod in _pods_of(server, "e2e-isolated").items():
+        kids = psutil.Process(pod["pid"]).children() if pod.get("pid") else []
+        if not kids:
+            return None
+        try:  # PID 1 runs podinit.sh as root, then execs into the id-mapped user namespace
+            entered = os.readlink(f"/proc/{kids[0].pid}/ns/user") != os.readlink("/proc/self/ns/user")
+            if not entered or kids[0].name() == "unshare":
+                return None
+        except (OSError, psutil.Error):
+            return None
+        uids[name] = _host_uid(kids[0].pid)
+    return len(uids) == 3 and uids
+
+
+def _check_the_demo_is_isolated_and_succeeds(server, carol: Api, targets: dict[str, Path], keep: str) -> None:
+    """Point 1: the demo's Workers run as a subordinate uid of their own (root inside), every probe is denied,
+    and the job still trains and ends Succeeded."""
     try:
-        uids = wait_for(pid1_uids, READY_BUDGET, "the demo's Workers")
+        uids = wait_for(lambda: _pid1_uids(server), READY_BUDGET, "the demo's Workers")
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{_job_status(carol, 'e2e-isolated')}") from None
     assert all(uid >= 1_000_000 for uid in uids.values()), uids  # never root (nor a real user) on the host
     assert len(set(uids.values())) == 1  # one id range per job ...
-    keep_pid1 = psutil.Process(_pods_of(console_server, keep)[f"{keep}-header-0"]["pid"]).children()[0].pid
+    keep_pid1 = psutil.Process(_pods_of(server, keep)[f"{keep}-header-0"]["pid"]).children()[0].pid
     assert _host_uid(keep_pid1) not in uids.values()  # ... another one for the other job
     done = wait_for(
         lambda: (s := _job_status(carol, "e2e-isolated"))["phase"] in ("Succeeded", "Failed") and s,
@@ -461,24 +485,40 @@ def test_ordinary_user_cannot_reach_the_console_and_workers_survive_a_console_re
     assert "Executing run script..." in log and "Global Step" in log
     assert carol.call("DELETE", "/jobs/e2e-isolated/")[0] in (200, 204)
 
-    # --- point 4a: restart the whole runconsole stack mid-run: the Workers run on untouched
-    before = {name: (pod["pid"], pod["pid_create_time"]) for name, pod in _pods_of(console_server, keep).items()}
-    procs = {p for p in set().union(*job_pids(console_server, keep).values()) if _name(p[0]) != "sleep"}
-    console_server.stop(supervisor=False)
+
+def _check_a_console_restart_leaves_the_workers(
+    server, api: Api, keep: str
+) -> tuple[dict[str, tuple[int, float]], set[tuple[int, float]]]:
+    """Point 4a: restart the whole runconsole stack mid-run: the Workers run on untouched (same processes,
+    0 restarts, same attempt, one run); -> the Workers' (PID, start time) and every process of the job."""
+    before = {name: (pod["pid"], pod["pid_create_time"]) for name, pod in _pods_of(server, keep).items()}
+    procs = {p for p in set().union(*job_pids(server, keep).values()) if _name(p[0]) != "sleep"}
+    server.stop(supervisor=False)
     assert alive(procs) == procs  # nothing of the job died with the console
-    console_server.start()
+    server.start()
     wait_for(lambda: _ok_job(api, keep), 60, "API back")
-    time.sleep(3 * float(console_server.env["RLARK_SYNC_INTERVAL"]))
+    time.sleep(3 * float(server.env["RLARK_SYNC_INTERVAL"]))
     status = _job_status(api, keep)
     assert status["phase"] == "Running" and status["attempt"] == 1, status
     assert [w["restarts"] for w in status["workers"]] == [0]
-    after = {name: (pod["pid"], pod["pid_create_time"]) for name, pod in _pods_of(console_server, keep).items()}
+    after = {name: (pod["pid"], pod["pid_create_time"]) for name, pod in _pods_of(server, keep).items()}
     assert after == before and alive(procs) == procs
     log = _job_log(api, keep, f"{keep}-header-0")
     assert "Global Step: 1\n" in log and log.count("Executing run script...") == 1  # one run, not started over
+    return before, procs
 
-    # --- point 4b: a host reboot (the supervisor and every Worker gone) shows on the job
-    console_server.stop(supervisor=False)
+
+def _check_a_host_reboot_shows_on_the_job(
+    server,
+    api: Api,
+    var: Path,
+    keep: str,
+    before: dict[str, tuple[int, float]],
+    procs: set[tuple[int, float]],
+) -> None:
+    """Point 4b: a host reboot (the supervisor and every Worker gone) shows on the job: restarts counted,
+    attempt bumped, "the local runtime restarted", the previous instance's log readable, the run started again."""
+    server.stop(supervisor=False)
     sup_pid = int((var / "local" / "supervisor.pid").read_text())
     os.kill(sup_pid, signal.SIGKILL)
     for pid, _started in before.values():
@@ -488,7 +528,7 @@ def test_ordinary_user_cannot_reach_the_console_and_workers_survive_a_console_re
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     wait_for(lambda: not alive(procs) and not psutil.pid_exists(sup_pid), 20, "everything gone")
-    console_server.start()
+    server.start()
 
     def restarted():
         s = _job_status(api, keep)
@@ -500,6 +540,33 @@ def test_ordinary_user_cannot_reach_the_console_and_workers_survive_a_console_re
     previous = _job_log(api, keep, f"{keep}-header-0", previous=True)
     assert "Global Step: 1\n" in previous and "Executing run script..." in previous
     wait_for(lambda: "Executing run script..." in _job_log(api, keep, f"{keep}-header-0"), READY_BUDGET, "rerun")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="Workers of a root console run as subordinate uids")
+def test_ordinary_user_cannot_reach_the_console_and_workers_survive_a_console_restart(console_server, api, tmp_path):
+    """On the real console: an ordinary user's demo job (3 real Ray nodes) whose run
+    script first tries to read the console's key, database, source and another job's work directory gets
+    permission denied, runs as root inside and as a subordinate uid on the host, and still ends Succeeded.
+    Then restarting the whole runconsole stack leaves a running job's Workers alone (same processes, 0
+    restarts, same attempt), and a simulated host reboot (everything killed) shows up on the job: restarts
+    counted, attempt bumped, "the local runtime restarted", the previous instance's log readable."""
+    var = Path(console_server.env["RLARK_VAR_DIR"])
+    keep = "e2e-keep"
+    other_work = _start_the_other_job(api, var, keep)
+    carol = _user_api(console_server, "carol")
+    db_url = console_server.env["DATABASE_URL"]
+    targets = {
+        "key": var / "encryption.key",
+        "secret-key": var / "secret.key",
+        "other-job": other_work / "step",
+        "source": ROOT / "manage.py",
+    }
+    if db_url.startswith("sqlite"):  # on PostgreSQL the database is no file of the console's
+        targets["database"] = Path(db_url.removeprefix("sqlite:///"))
+    _submit_the_probing_demo(api, carol, targets, keep, tmp_path / "out")
+    _check_the_demo_is_isolated_and_succeeds(console_server, carol, targets, keep)
+    before, procs = _check_a_console_restart_leaves_the_workers(console_server, api, keep)
+    _check_a_host_reboot_shows_on_the_job(console_server, api, var, keep, before, procs)
     assert api.call("DELETE", f"/jobs/{keep}/")[0] in (200, 204)
 
 

@@ -114,6 +114,146 @@ def test_demo_job_yaml_is_a_valid_job_for_the_seeded_cluster():
     ]
 
 
+def _wait_for_the_run(rt, head: str, t0: float) -> None:
+    """Ray comes up, the first Global Step is logged and the run script ends; prints the times from submit."""
+    wait_for(lambda: "Ray cluster is ready" in log_of(rt, head), 240, 0.2, what="Ray ready")
+    ready = time.monotonic() - t0
+    wait_for(lambda: "Global Step: 1/" in log_of(rt, head), 120, 0.2, what="first Global Step")
+    first_step = time.monotonic() - t0
+    wait_for(lambda: "Run script exited with code" in log_of(rt, head), 120, what="run script end")
+    print(f"submit->Ray ready {ready:.1f}s, submit->first Global Step {first_step:.1f}s")
+
+
+def _check_pod_placement(rt) -> None:
+    """Every Worker Runs; the header on the GPU node, the two rollouts on the other two nodes."""
+    pods = {p.name: p for p in rt.list_pods("rlark-system", "cartpole-demo")}
+    assert {n: (p.phase, p.node) for n, p in pods.items()} == {
+        "cartpole-demo-header-0": ("Running", "local-gpu-0"),
+        "cartpole-demo-rollout-0": ("Running", pods["cartpole-demo-rollout-0"].node),
+        "cartpole-demo-rollout-1": ("Running", pods["cartpole-demo-rollout-1"].node),
+    }
+    assert {pods["cartpole-demo-rollout-0"].node, pods["cartpole-demo-rollout-1"].node} == {
+        "local-gpu-1",
+        "local-robot-0",
+    }
+
+
+def _check_header_markers(rt, head: str) -> str:
+    """The header's log shows the Ray cluster forming, the run and each node's confirmed rank; -> the GCS port."""
+    log = log_of(rt, head)
+    port = re.search(r"Ray Address: 127\.0\.0\.1:(\d+)", log).group(1)
+    assert port != "6379"  # each local job has its own GCS port
+    assert (
+        markers_in_order(
+            log,
+            [
+                "RLINF_NODE_RANK: 0",
+                "Waiting for 3 nodes to join the Ray cluster...",
+                "Cluster is ready: 3 nodes available (required: 3).",
+                "Ray cluster check passed.",
+                "Ray cluster is ready. Printing cluster information:",
+                "Executing run script...",
+                "RLinf is running on a cluster with 3 nodes and 1 accelerators.",
+                "Learner on node rank 0 (cartpole-demo-header-0)",
+                "Global Step: 1/6",
+                "Global Step: 6/6",
+                "Saving checkpoint at step 6.",
+                "Run script exited with code 0",
+            ],
+        )
+        == []
+    )
+    assert "Warning: Ray cluster check failed" not in log
+    for rank, pod in enumerate(["cartpole-demo-header-0", "cartpole-demo-rollout-0", "cartpole-demo-rollout-1"]):
+        assert f"({pod}, 127.0.0.1) confirmed RLINF_NODE_RANK={rank}" in log
+    _check_rollout_markers(rt, log, port)
+    return port
+
+
+def _check_rollout_markers(rt, log: str, port: str) -> None:
+    """Each rollout Worker has its actor and its own log shows it joining the head at ``port``."""
+    for rank in (1, 2):
+        assert f"Rollout actor on node rank {rank}" in log
+        wlog = log_of(rt, f"cartpole-demo-rollout-{rank - 1}")
+        assert (
+            markers_in_order(
+                wlog,
+                [
+                    f"RLINF_NODE_RANK: {rank}",
+                    f"Connecting to Ray head at 127.0.0.1:{port}...",
+                    "HEAD IP: 127.0.0.1",
+                    f"Head is reachable at 127.0.0.1:{port}",
+                ],
+            )
+            == []
+        )
+
+
+def _check_run_output(run: Path) -> Path:
+    """The run wrote a readable checkpoint and TensorBoard events; -> the checkpoint's actor directory."""
+    ckpt = run / "checkpoints" / "global_step_6" / "actor"
+    assert np.load(ckpt / "policy.npz")["weights"].shape == (5, 2)
+    assert json.loads((ckpt / "meta.json").read_text())["global_step"] == 6
+    events = list((run / "tensorboard").glob("events.out.tfevents.*"))
+    assert events and events[0].stat().st_size > 0
+    return ckpt
+
+
+def _check_exec_sees_rank_and_workdir(rt) -> None:
+    """exec: the Worker's rank and working directory."""
+    info = rt.pod_info("cartpole-demo-rollout-1")
+    stream = rt.exec("rlark-system", "cartpole-demo-rollout-1")
+    stream.write(b"echo RANK=$RLINF_NODE_RANK; pwd; exit\n")
+    text = b""
+    while (chunk := stream.read(2.0)) != b"":
+        text += chunk or b""
+    stream.close()
+    assert "RANK=2" in text.decode() and info["workdir"] in text.decode()
+
+
+def _check_ray_stop_restarts_one_worker(rt, head: str, port: str) -> None:
+    """`ray stop` inside one Worker only stops that Worker's Ray (its own PID namespace); the wrapper
+    exits with Ray's code and the container is restarted with the previous log kept."""
+    others = {p["name"]: p["pid"] for p in rt._call("list_pods", job="cartpole-demo")}
+    stream = rt.exec("rlark-system", "cartpole-demo-rollout-0", ["bash", "-c", "ray stop --force"])
+    while stream.read(2.0) != b"":
+        pass
+    stream.close()
+    restarted = wait_for(
+        lambda: (
+            (p := {x.name: x for x in rt.list_pods("rlark-system", "cartpole-demo")})
+            and p["cartpole-demo-rollout-0"].container.restart_count >= 1
+            and p["cartpole-demo-rollout-0"]
+        ),
+        120,
+        what="rollout-0 restarted",
+    )
+    previous = log_of(rt, "cartpole-demo-rollout-0", previous=True)
+    assert re.search(r"Ray worker process exited with code \d+\nStopping Ray worker...", previous)
+    assert restarted.container.last_exit_code is not None
+    wait_for(
+        lambda: f"Head is reachable at 127.0.0.1:{port}" in log_of(rt, "cartpole-demo-rollout-0"),
+        120,
+        what="restarted worker rejoins",
+    )
+    assert pid_alive(others["cartpole-demo-header-0"]) and pid_alive(others["cartpole-demo-rollout-1"])
+    assert "Stopping Ray cluster..." not in log_of(rt, head)
+
+
+def _check_scale_to_zero(rt, manifests) -> set[int]:
+    """scale to 0: within 10 s no Pod of the job is left; -> the PIDs the job had."""
+    pids = pod_pids(rt, "cartpole-demo")
+    assert len(pids) > 10  # wrappers, raylets, GCS, Ray workers ...
+    t_stop = time.monotonic()
+    for m in manifests:
+        rt.scale_task("rlark-system", m.task, 0)
+    wait_for(lambda: not rt.list_pods("rlark-system", "cartpole-demo"), 30, what="pods gone")
+    stop_seconds = time.monotonic() - t_stop
+    print(f"scale to 0 took {stop_seconds:.1f}s")
+    assert stop_seconds <= 10.5 or _loaded(), stop_seconds
+    return pids
+
+
 @pytest.mark.ray
 def test_demo_job_trains_on_a_3_node_loopback_ray_cluster(sup, tmp_path):
     out = tmp_path / "output"
@@ -124,119 +264,13 @@ def test_demo_job_trains_on_a_3_node_loopback_ray_cluster(sup, tmp_path):
     with LoopbackWatch(lambda: pod_pids(rt, "cartpole-demo")) as watch:
         for m in manifests:
             rt.apply_task(m)
-        wait_for(lambda: "Ray cluster is ready" in log_of(rt, head), 240, 0.2, what="Ray ready")
-        ready = time.monotonic() - t0
-        wait_for(lambda: "Global Step: 1/" in log_of(rt, head), 120, 0.2, what="first Global Step")
-        first_step = time.monotonic() - t0
-        wait_for(lambda: "Run script exited with code" in log_of(rt, head), 120, what="run script end")
-        print(f"submit->Ray ready {ready:.1f}s, submit->first Global Step {first_step:.1f}s")
-
-        pods = {p.name: p for p in rt.list_pods("rlark-system", "cartpole-demo")}
-        assert {n: (p.phase, p.node) for n, p in pods.items()} == {
-            "cartpole-demo-header-0": ("Running", "local-gpu-0"),
-            "cartpole-demo-rollout-0": ("Running", pods["cartpole-demo-rollout-0"].node),
-            "cartpole-demo-rollout-1": ("Running", pods["cartpole-demo-rollout-1"].node),
-        }
-        assert {pods["cartpole-demo-rollout-0"].node, pods["cartpole-demo-rollout-1"].node} == {
-            "local-gpu-1",
-            "local-robot-0",
-        }
-        log = log_of(rt, head)
-        port = re.search(r"Ray Address: 127\.0\.0\.1:(\d+)", log).group(1)
-        assert port != "6379"  # each local job has its own GCS port
-        assert (
-            markers_in_order(
-                log,
-                [
-                    "RLINF_NODE_RANK: 0",
-                    "Waiting for 3 nodes to join the Ray cluster...",
-                    "Cluster is ready: 3 nodes available (required: 3).",
-                    "Ray cluster check passed.",
-                    "Ray cluster is ready. Printing cluster information:",
-                    "Executing run script...",
-                    "RLinf is running on a cluster with 3 nodes and 1 accelerators.",
-                    "Learner on node rank 0 (cartpole-demo-header-0)",
-                    "Global Step: 1/6",
-                    "Global Step: 6/6",
-                    "Saving checkpoint at step 6.",
-                    "Run script exited with code 0",
-                ],
-            )
-            == []
-        )
-        assert "Warning: Ray cluster check failed" not in log
-        for rank, pod in enumerate(["cartpole-demo-header-0", "cartpole-demo-rollout-0", "cartpole-demo-rollout-1"]):
-            assert f"({pod}, 127.0.0.1) confirmed RLINF_NODE_RANK={rank}" in log
-        for rank in (1, 2):
-            assert f"Rollout actor on node rank {rank}" in log
-            wlog = log_of(rt, f"cartpole-demo-rollout-{rank - 1}")
-            assert (
-                markers_in_order(
-                    wlog,
-                    [
-                        f"RLINF_NODE_RANK: {rank}",
-                        f"Connecting to Ray head at 127.0.0.1:{port}...",
-                        "HEAD IP: 127.0.0.1",
-                        f"Head is reachable at 127.0.0.1:{port}",
-                    ],
-                )
-                == []
-            )
-
-        run = out / "t1"
-        ckpt = run / "checkpoints" / "global_step_6" / "actor"
-        assert np.load(ckpt / "policy.npz")["weights"].shape == (5, 2)
-        assert json.loads((ckpt / "meta.json").read_text())["global_step"] == 6
-        events = list((run / "tensorboard").glob("events.out.tfevents.*"))
-        assert events and events[0].stat().st_size > 0
-
-        # exec: the Worker's rank and working directory
-        info = rt.pod_info("cartpole-demo-rollout-1")
-        stream = rt.exec("rlark-system", "cartpole-demo-rollout-1")
-        stream.write(b"echo RANK=$RLINF_NODE_RANK; pwd; exit\n")
-        text = b""
-        while (chunk := stream.read(2.0)) != b"":
-            text += chunk or b""
-        stream.close()
-        assert "RANK=2" in text.decode() and info["workdir"] in text.decode()
-
-        # `ray stop` inside one Worker only stops that Worker's Ray (its own PID namespace); the wrapper
-        # exits with Ray's code and the container is restarted with the previous log kept.
-        others = {p["name"]: p["pid"] for p in rt._call("list_pods", job="cartpole-demo")}
-        stream = rt.exec("rlark-system", "cartpole-demo-rollout-0", ["bash", "-c", "ray stop --force"])
-        while stream.read(2.0) != b"":
-            pass
-        stream.close()
-        restarted = wait_for(
-            lambda: (
-                (p := {x.name: x for x in rt.list_pods("rlark-system", "cartpole-demo")})
-                and p["cartpole-demo-rollout-0"].container.restart_count >= 1
-                and p["cartpole-demo-rollout-0"]
-            ),
-            120,
-            what="rollout-0 restarted",
-        )
-        previous = log_of(rt, "cartpole-demo-rollout-0", previous=True)
-        assert re.search(r"Ray worker process exited with code \d+\nStopping Ray worker...", previous)
-        assert restarted.container.last_exit_code is not None
-        wait_for(
-            lambda: f"Head is reachable at 127.0.0.1:{port}" in log_of(rt, "cartpole-demo-rollout-0"),
-            120,
-            what="restarted worker rejoins",
-        )
-        assert pid_alive(others["cartpole-demo-header-0"]) and pid_alive(others["cartpole-demo-rollout-1"])
-        assert "Stopping Ray cluster..." not in log_of(rt, head)
-
-        # scale to 0: within 10 s no process of the job is left
-        pids = pod_pids(rt, "cartpole-demo")
-        assert len(pids) > 10  # wrappers, raylets, GCS, Ray workers ...
-        t_stop = time.monotonic()
-        for m in manifests:
-            rt.scale_task("rlark-system", m.task, 0)
-        wait_for(lambda: not rt.list_pods("rlark-system", "cartpole-demo"), 30, what="pods gone")
-        stop_seconds = time.monotonic() - t_stop
-        print(f"scale to 0 took {stop_seconds:.1f}s")
-        assert stop_seconds <= 10.5 or _loaded(), stop_seconds
+        _wait_for_the_run(rt, head, t0)
+        _check_pod_placement(rt)
+        port = _check_header_markers(rt, head)
+        ckpt = _check_run_output(out / "t1")
+        _check_exec_sees_rank_and_workdir(rt)
+        _check_ray_stop_restarts_one_worker(rt, head, port)
+        pids = _check_scale_to_zero(rt, manifests)
     # SIGKILLed processes of a loaded machine may take a moment to be scheduled and die
     wait_for(lambda: not [p for p in pids if pid_alive(p)], 10, what="no process of the job left")
     assert np.load(ckpt / "policy.npz")["weights"].shape == (5, 2)  # readable after the job stopped
