@@ -30,7 +30,7 @@ from typing import Any
 from django.utils.translation import gettext_noop
 
 from clusters.runtime.base import IMAGE_PULL_REASONS
-from jobs.explain import domain_findings, pending
+from jobs.explain import domain_findings, node_count, pending
 from jobs.explain import failure as failures
 from jobs.observe import log_scans, node_findings
 from jobs.observe.log_markers import ERROR, SIGNATURES, WARNING, LogScan, Marker, scan_log
@@ -662,6 +662,7 @@ def diagnose_job(job, workers: list[WorkerInput] | None = None, tasks: list | No
     (``jobs.explain.failure``; ``tasks``: the job's Tasks with Pods loaded, when the caller has them)."""
     result = add_node_findings(job, diagnose(workers if workers is not None else worker_inputs(job)))
     result = add_domain_findings(job, result)
+    result = add_node_count_finding(job, result, tasks)
     if job.phase == "Failed":
         stages = {w.worker.pod: (w.last_stage_key, w.first_error) for w in result.workers}
         result.failure = failures.failure_of(job, tasks if tasks is not None else job_tasks(job), stages)
@@ -670,6 +671,24 @@ def diagnose_job(job, workers: list[WorkerInput] | None = None, tasks: list | No
 
 FINDING_TEXT.setdefault(domain_findings.CODE, domain_findings.TEXT)
 DETAIL_TEXT.setdefault(domain_findings.CODE, domain_findings.DETAIL)
+FINDING_TEXT.setdefault(node_count.CODE, node_count.TEXT)
+DETAIL_TEXT.setdefault(node_count.CODE, node_count.DETAIL)
+
+
+def add_node_count_finding(job, result: JobDiagnosis, tasks: list | None) -> JobDiagnosis:
+    """A job-wide ``rlinf_num_nodes`` error, first, when RLinf waits for another number of nodes than the job has
+    Workers (:mod:`jobs.explain.node_count`; ``tasks`` with their replicas, else the expected Workers of
+    ``result``); the Workers' "Ray sees only part of the nodes" findings of RLinf's wait are then dropped."""
+    waiting = [w.scan.rlinf_waiting for w in result.workers if w.scan.rlinf_waiting is not None]
+    expected = sum(int(t.replicas) for t in tasks) if tasks is not None else len(result.workers)
+    found = node_count.mismatch(job, expected, waiting)
+    if found is None:
+        return result
+    line_no, line = next((w.scan.rlinf_waiting_line for w in result.workers if w.scan.rlinf_waiting_line), (None, ""))
+    result.job_findings.insert(0, Finding(node_count.CODE, ERROR, line_no=line_no, line=line, params=found))
+    for w in result.workers:
+        w.findings = [f for f in w.findings if f.detail_key != "ray_partial_rlinf"]
+    return result
 
 
 def add_domain_findings(job, result: JobDiagnosis) -> JobDiagnosis:

@@ -21,6 +21,8 @@ TYPE_LABELS = {
     "Succeeded": _("Succeeded"),
     "Stopped": _("Stopped"),
     "ClusterReachable": _("Cluster reachable"),
+    "RayNodesJoined": _("Ray nodes joined"),
+    "RLinfWaiting": _("RLinf waiting for nodes"),
 }
 STATUS_LABELS = {
     "True": pgettext_lazy("condition status", "True"),

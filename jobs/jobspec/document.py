@@ -323,7 +323,7 @@ def _recompute_pvcs(job: str, template: dict, workload: dict, pspec: dict) -> No
 _ORDER: dict[str, tuple[str, ...]] = {
     "root": ("apiVersion", "kind", "metadata", "spec"),
     "metadata": ("name", "annotations", "labels"),
-    "spec": ("tasks", "domain", "sshPublicKeys", "stopped"),
+    "spec": ("tasks", "domain", "startTimeout", "sshPublicKeys", "stopped"),
     "task": (
         "name",
         "head",

@@ -162,6 +162,10 @@ MESSAGES: dict[str, str] = {
         "{where} looks like it contains a password, token or private key; use an approved secret store, not the job."
     ),
     "domain_unknown": gettext_noop("The network domain {domain} does not exist."),
+    "start_timeout_invalid": gettext_noop(
+        "startTimeout {value} is not valid: give whole seconds from {low} to {high}, or digits with s, m or h"
+        " (900, 15m, 2h)."
+    ),
     "domain_needed_across_clusters": gettext_noop(
         "The roles are in different clusters ({clusters}) but the job has no network domain: the Workers will not"
         " reach the Ray head. Choose a cross-cluster network domain."

@@ -20,6 +20,7 @@ from clusters import host_paths
 from clusters.quantity import format_number, parse_quantity
 from clusters.selectors import SelectorError, matcher, parse_selector
 from clusters.system_nodes import is_system_node
+from jobs.jobspec import start_timeout
 from jobs.jobspec.document import API_VERSION, DISPLAY_NAME, KIND, SHM_PATH, display_name, is_extended, pod_spec
 from jobs.jobspec.inventory import Inventory, NodeInfo
 from jobs.jobspec.layout import ROLE_ENV, display_role_of, main_container
@@ -707,6 +708,17 @@ class _Validator:
 
     # --- job-wide -----------------------------------------------------------------------------------------------------
     def common(self, spec: dict) -> None:
+        if spec.get("startTimeout") not in (None, ""):
+            try:
+                start_timeout.parse(spec["startTimeout"])
+            except ValueError:
+                self.add(
+                    "spec.startTimeout",
+                    "start_timeout_invalid",
+                    value=str(spec["startTimeout"])[:40],
+                    low=start_timeout.MIN_SECONDS,
+                    high=start_timeout.MAX_SECONDS,
+                )
         domain = spec.get("domain")
         if domain not in (None, "") and str(domain) not in self.inv.domains:
             self.add("spec.domain", "domain_unknown", domain=domain)

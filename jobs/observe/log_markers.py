@@ -31,6 +31,7 @@ from jobs.observe.log_levels import below_error_level
 RUN_EXIT = re.compile(r"Run script exited with code (-?\d+)")
 RAY_EXIT = re.compile(r"Ray worker process exited with code (-?\d+)")
 RAY_READY = "Ray cluster is ready"
+RAY_STARTED = "Ray runtime started."  # Ray's own line once ``ray start`` has joined this node (head or worker)
 CHECK_FAILED = "Warning: Ray cluster check failed, proceeding anyway."
 # Wrapper stage markers in order (upstream-rlark 5.1/5.3; seed 05-troubleshooting).
 STAGES = (
@@ -53,9 +54,13 @@ def log_signals(text: str) -> dict[str, Any]:
     """Facts the wrapper markers tell about one Worker's log.
 
     Returns ``{"runExit": int|None, "rayExit": int|None, "rayReady": bool,
-    "clusterCheckFailed": bool, "lastStage": marker line|None, "firstError": line|None}``
+    "clusterCheckFailed": bool, "lastStage": marker line|None, "firstError": line|None, "rayStarted": bool,
+    "rlinfWaiting": [N, k]|None, "rlinfSeen": bool}``
     (the last occurrence of each exit marker counts; ``firstError`` is the first error-looking
-    line after the last stage marker, or that marker itself when it is an error).
+    line after the last stage marker, or that marker itself when it is an error; ``rayStarted``: Ray's own
+    ``Ray runtime started.`` line, this node joined; ``rlinfWaiting``: RLinf's last ``Waiting for N nodes to be
+    ready, currently k nodes available`` while no ``RLinf is running on a cluster`` line followed it; ``rlinfSeen``:
+    the text had either line).
     """
     return _scan(text)[0]
 
@@ -63,12 +68,18 @@ def log_signals(text: str) -> dict[str, Any]:
 def _scan(text: str) -> tuple[dict[str, Any], bool]:
     """:func:`log_signals` and whether ``text`` holds a (non-exit) stage marker."""
     run_exit = ray_exit = None
-    ready = check_failed = False
+    ready = check_failed = started = rlinf_seen = False
+    rlinf_waiting: list[int] | None = None
     last_stage = None
     last_stage_index = -1
     lines = text.splitlines()
     for index, line in enumerate(lines):
         stripped = line.strip()
+        if RAY_STARTED in stripped:
+            started = True
+        if "nodes" in stripped and (m := RLINF_WAITING.search(stripped) or RLINF_CLUSTER.search(stripped)):
+            rlinf_seen = True
+            rlinf_waiting = [int(m["n"]), int(m["k"])] if "k" in m.groupdict() else None
         if (m := RUN_EXIT.search(stripped)) is not None:
             run_exit = int(m.group(1))
         if (m := RAY_EXIT.search(stripped)) is not None:
@@ -108,6 +119,9 @@ def _scan(text: str) -> tuple[dict[str, Any], bool]:
         "clusterCheckFailed": check_failed,
         "lastStage": last_stage,
         "firstError": first_error,
+        "rayStarted": started,
+        "rlinfWaiting": rlinf_waiting,
+        "rlinfSeen": rlinf_seen,
     }
     return signals, last_stage_index >= 0
 
@@ -125,6 +139,9 @@ def merge_signals(old: dict[str, Any], text: str) -> dict[str, Any]:
         merged.setdefault(key, None)
     merged["rayReady"] = bool(old.get("rayReady")) or new["rayReady"]
     merged["clusterCheckFailed"] = bool(old.get("clusterCheckFailed")) or new["clusterCheckFailed"]
+    merged["rayStarted"] = bool(old.get("rayStarted")) or new["rayStarted"]
+    merged["rlinfSeen"] = bool(old.get("rlinfSeen")) or new["rlinfSeen"]
+    merged["rlinfWaiting"] = new["rlinfWaiting"] if new["rlinfSeen"] else old.get("rlinfWaiting")
     if had_stage or not old.get("firstError"):
         merged["firstError"] = new["firstError"]
     return merged

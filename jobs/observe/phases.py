@@ -31,7 +31,7 @@ from django.conf import settings
 from clusters.runtime.base import IMAGE_PULL_REASONS
 from jobs.control import controller
 from jobs.models import Job, Phase, Pod, Task
-from jobs.observe import runtime_restart
+from jobs.observe import ray_nodes, runtime_restart
 from jobs.observe.log_markers import CHECK_FAILED
 from jobs.observe.status import get_condition, set_condition
 from jobs.observe.sync_fetch import stale
@@ -467,6 +467,10 @@ def aggregate(
     phase, message = job.phase, job.message
     if not (job.stopped or job.phase == Phase.STOPPED) and job.phase not in controller.TERMINAL:
         all_ready = seen.desired_total > 0 and all(seen.tasks[t.pk].ready >= t.replicas for t in tasks)
+        nodes = ray_nodes.tally_nodes(job, tasks, rows, is_stale)
+        conditions = ray_nodes.nodes_condition(conditions, nodes, now)
+        if (late := ray_nodes.start_timeout_failure(job, conditions, nodes, now)) is not None:
+            seen.failures.append(Failure("StartTimeout", late, "", "", False))
         phase, message = job_phase(job, tasks, seen, all_ready)
         conditions = workers_ready_condition(conditions, seen, all_ready, now)
         if seen.ray_ready is not None and head_task is not None:

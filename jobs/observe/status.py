@@ -269,6 +269,24 @@ _MESSAGES = (
     (re.compile(r"^Starting Workers$"), gettext_lazy("Starting Workers")),
     (re.compile(r"^(?P<ready>\d+)/(?P<total>\d+) Workers ready$"), gettext_lazy("%(ready)s/%(total)s Workers ready")),
     (re.compile(r"^Ray cluster is ready$"), gettext_lazy("Ray cluster is ready")),
+    # jobs.observe.ray_nodes: the Worker names ("<role>-<ordinal> (rank <r>)") are quoted as they are
+    (
+        re.compile(r"^Ray nodes (?P<joined>\d+)/(?P<total>\d+), missing (?P<names>.*)$", re.S),
+        gettext_lazy("Ray nodes %(joined)s/%(total)s, missing %(names)s"),
+    ),
+    (re.compile(r"^Ray nodes (?P<joined>\d+)/(?P<total>\d+)$"), gettext_lazy("Ray nodes %(joined)s/%(total)s")),
+    (
+        re.compile(r"^RLinf waits for (?P<n>\d+) nodes; (?P<k>\d+) available$"),
+        gettext_lazy("RLinf waits for %(n)s nodes; %(k)s available"),
+    ),
+    (
+        re.compile(
+            r"^RLinf waited more than startTimeout \((?P<t>\d+) s\) for (?P<n>\d+) nodes, (?P<k>\d+) available: "
+            r"(?P<nodes>.*)$",
+            re.S,
+        ),
+        gettext_lazy("RLinf waited more than startTimeout (%(t)s s) for %(n)s nodes, %(k)s available: %(nodes)s"),
+    ),
     (
         re.compile(r"^The local runtime restarted: the Workers started over \(attempt (?P<attempt>\d+)\)$"),
         gettext_lazy("The local runtime restarted: the Workers started over (attempt %(attempt)s)"),
@@ -310,6 +328,8 @@ def localized_message(message: str) -> str:
         m = pattern.match(message or "")
         if m:
             params = {k: v for k, v in m.groupdict().items() if v is not None}
+            if "nodes" in params:  # a sentence of its own (the Ray nodes' count)
+                params["nodes"] = localized_message(params["nodes"])
             text = str(template) % params
             if params.get("detail"):
                 text += f" ({params['detail']})"

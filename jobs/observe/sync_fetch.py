@@ -298,7 +298,9 @@ def plan_log_reads(
       every cycle until ``Ray cluster is ready`` and then about every :func:`probe_interval` seconds
       (:func:`probe_due_after`; at most :func:`probes_per_cycle` per cycle, the most overdue first; all at once
       on a targeted or forced sync);
-    - the header of a job one of whose Workers just exited (its run script is likely to end next).
+    - the header of a job one of whose Workers just exited (its run script is likely to end next);
+    - a running Worker until its log shows Ray's ``Ray runtime started.`` (it joined; runtimes that report sizes:
+      when its log grew).
     Nothing is read for stopped or finished jobs, or for Pods of an earlier attempt."""
     now = time.monotonic()
     probed = _probed.setdefault(plan.cluster_id, {})
@@ -332,6 +334,9 @@ def plan_log_reads(
                 elif (overdue := now - probed.get(key, 0.0) - probe_due_after(key)) >= 0 and not need:
                     periodic.append((overdue, (snap, info, signals)))
                     continue
+            elif not snap.head and info.phase == "Running" and not signals.get("rayStarted"):
+                # a Worker that has not joined Ray yet: its log says when it does (jobs.observe.ray_nodes)
+                need = need or sizes is None or sizes.get(info.name, 0) != signals.get("size")
             if need:
                 out.append((snap, info, signals))
     periodic.sort(key=lambda item: -item[0])

@@ -196,6 +196,16 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
         w["phase_label"] = worker_phase_label(w["phase"])
     summary = _spec_summary(job)
     clusters = sorted({t.cluster.name for t in tasks}) or sorted({r["cluster"] for r in summary["roles"]})
+    conditions = [
+        {
+            **c,
+            "since": _parse_time(c.get("lastTransitionTime")),
+            "text": localized_message(c.get("message", "")),
+            "type_label": conditions_spec.type_label(c.get("type", "")),
+            "status_label": conditions_spec.status_label(c.get("status", "")),
+        }
+        for c in job.conditions or []
+    ]
     return {
         "job": job,
         "tab": tab,
@@ -211,16 +221,9 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
         "terminal": job.phase in TERMINAL,
         "can_change": policy.can_change_job(request.user, job),
         "synced": any(w["pod"] for w in workers),
-        "conditions": [
-            {
-                **c,
-                "since": _parse_time(c.get("lastTransitionTime")),
-                "text": localized_message(c.get("message", "")),
-                "type_label": conditions_spec.type_label(c.get("type", "")),
-                "status_label": conditions_spec.status_label(c.get("status", "")),
-            }
-            for c in job.conditions or []
-        ],
+        "conditions": conditions,
+        # the Ray nodes joined against the roles' Workers (jobs.observe.ray_nodes), a line of the overview
+        "ray_nodes": next((c for c in conditions if c.get("type") == "RayNodesJoined"), None),
         "message": headline.message,
         "pending": _pending_reasons(job) if tab == "overview" else [],
     }
