@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from accounts.authentication import issue_token
 from accounts.models import AuditEvent
 from jobs.control import controller
 from jobs.jobspec import checkpoints as spec
 from jobs.models import Job, Pod
 from jobs.observe import checkpoint_scan
+from rlark_cli.main import main
 from tests.jobs.test_metrics import ReportingRuntime, job, use_runtime  # noqa: F401 - the fixture
 
 RUN, EARLIER = "1111aaaa-run", "0000ffff-old"
@@ -233,3 +235,26 @@ def test_no_checkpoint_directory_says_how_to_set_one(job, client, admin_user):  
     assert body["reason"] == "unset" and "checkpointDir" in body["reasonText"] and body["checkpoints"] == []
     answer = client.post(f"/api/v1/jobs/{job.name}/resume/", {"checkpoint": "latest"}, content_type="application/json")
     assert answer.status_code == 400
+
+
+def test_the_cli_lists_refuses_and_resumes_over_http(ckjob, live_server, admin_user, monkeypatch, tmp_path, capsys):
+    job, _data = ckjob  # noqa: F811
+    monkeypatch.setattr(controller, "request_reconcile", lambda _job: None)  # no Workers run in this test
+    _, key = issue_token(admin_user, "cli")
+    for name, value in {"RLARK_URL": live_server.url, "RLARK_TOKEN": key, "RLARK_LANG": "en"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("RLARK_CONFIG", str(tmp_path / "none.yaml"))
+    assert main(["checkpoints", "job"]) == 0
+    out = capsys.readouterr().out
+    assert "step 2  incomplete" in out and "step 1  complete" in out and "(latest complete)" in out
+    cut = f"/data/{RUN}/checkpoints/global_step_2"
+    assert main(["resume", "job", "--checkpoint", cut]) == 1
+    assert "HTTP 400" in capsys.readouterr().err
+    edited = tmp_path / "run.sh"
+    edited.write_text("echo resumed from $RLARK_RESUME_DIR\n")
+    assert main(["resume", "job", "--run-script", str(edited)]) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"job/job resuming from /data/{RUN}/checkpoints/global_step_1 (step 1) in a new run"
+    )
+    job.refresh_from_db()
+    assert job.resume["runScript"] == "echo resumed from $RLARK_RESUME_DIR\n" and job.attempt == 3
