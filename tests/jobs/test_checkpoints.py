@@ -17,6 +17,7 @@ import pytest
 from accounts.authentication import issue_token
 from accounts.models import AuditEvent
 from jobs.control import controller
+from jobs.explain import runcheck
 from jobs.jobspec import checkpoints as spec
 from jobs.models import Job, Pod
 from jobs.observe import checkpoint_scan
@@ -258,3 +259,15 @@ def test_the_cli_lists_refuses_and_resumes_over_http(ckjob, live_server, admin_u
     )
     job.refresh_from_db()
     assert job.resume["runScript"] == "echo resumed from $RLARK_RESUME_DIR\n" and job.attempt == 3
+
+
+def test_the_run_record_names_the_latest_complete_checkpoint(ckjob):
+    job, data = ckjob  # noqa: F811
+    results = runcheck.job_run_check(job, "en")
+    text = runcheck.markdown_record(job, results, recorder="root", lang="en")
+    row5 = next(line for line in text.splitlines() if line.startswith("| 5. "))
+    step1 = checkpoint_scan.checkpoint(str(data / RUN / "checkpoints" / "global_step_1"), 1, time.monotonic() + 9, 0)
+    assert f"Latest complete checkpoint: /data/{RUN}/checkpoints/global_step_1 (161 bytes, 3 files," in row5
+    assert f"file list sha256 {step1['listSha']}" in row5
+    zh = runcheck.markdown_record(job, results, recorder="root", lang="zh-hans")
+    assert "最新完整 checkpoint：" in zh
