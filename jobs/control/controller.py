@@ -14,7 +14,8 @@ Model (seed 01-job-role-worker-task; upstream-rlark 4.1, 4.2, 6.1, 6.2):
   drives every runtime to it and records ``observed_generation``. The periodic sync re-runs
   reconcile for any job whose ``observed_generation`` lags, so a killed worker loses nothing.
 - RLark Console goes further than upstream (6.2): start and restart re-create every Worker
-  (a new run, never a resume; they also work from Succeeded/Failed, ``attempt`` += 1), edits
+  (a new run, never a resume; they also work from Succeeded/Failed, ``attempt`` += 1; :func:`resume` is the one
+  action that continues from a checkpoint, in a new run too), edits
   add Tasks for new templates and delete the Tasks of removed ones.
 """
 
