@@ -31,6 +31,7 @@ def _context(request: HttpRequest, job, dialog: dict | None = None, error: str =
     lang = language.lang()
     listing = checkpoint_service.job_checkpoints(job)
     latest = listing.latest_complete()
+    as_of = listing.as_of
     rows = [
         {"c": c, "d": c.to_dict(lang), "size": format_bytes(c.size), "latest": latest is not None and c is latest}
         for c in listing.checkpoints
@@ -40,6 +41,7 @@ def _context(request: HttpRequest, job, dialog: dict | None = None, error: str =
         "tab": "checkpoints",
         "can_change": policy.can_change_job(request.user, job),
         "listing": listing.to_dict(lang),
+        "as_of": as_of,
         "rows": rows,
         "dialog": dialog,
         "error": error,
@@ -78,6 +80,8 @@ def resume(request: HttpRequest, name: str) -> HttpResponse:
         raise PermissionDenied
     choice = request.POST.get("checkpoint", "")
     run_script = request.POST.get("run_script")
+    if run_script is not None:  # a form's textarea sends CR LF line ends; bash would keep the CR
+        run_script = run_script.replace("\r\n", "\n")
     try:
         checkpoint_service.resume(job, choice, run_script, actor=request.user, request=request)
     except checkpoint_service.CheckpointRefused as exc:
