@@ -43,7 +43,7 @@ def test_checkpoints_tab_and_resume_dialog(page, live_server, client, admin_user
         expect(dialog).to_be_visible()
         script = dialog.locator("[data-testid=resume-run-script]")
         expect(script).to_have_value(
-            f"cd /work\npython -u examples/embodiment/train_embodied_agent.py --config-name maniskill "
+            f"cd /opt/rlinf\npython -u examples/embodiment/train_embodied_agent.py --config-name maniskill "
             f"runner.resume_dir=/data/{RUN}/checkpoints/global_step_1 2>&1 | tee /data/l\n"
         )
         page.screenshot(path=str(ARTIFACTS / f"checkpoints-resume-{lang}.png"), full_page=True)

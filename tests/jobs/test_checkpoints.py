@@ -25,7 +25,7 @@ from rlark_cli.main import main
 from tests.jobs.test_metrics import ReportingRuntime, job, use_runtime  # noqa: F401 - the fixture
 
 RUN, EARLIER = "1111aaaa-run", "0000ffff-old"
-SCRIPT = "cd /work\npython -u examples/embodiment/train_embodied_agent.py --config-name maniskill 2>&1 | tee /data/l\n"
+SCRIPT = "cd /opt/rlinf\npython -u examples/embodiment/train_embodied_agent.py --config-name maniskill 2>&1 | tee /data/l\n"
 
 
 def _write(root: Path, step: int, *, cut: str = "", age: float = 120.0) -> Path:
@@ -69,7 +69,7 @@ def test_the_checkpoint_directory_of_both_rlinf_layouts():
 def test_runner_resume_dir_goes_on_the_rlinf_command_only():
     out = spec.resume_run_script(SCRIPT, "/data/a b/global_step_3")
     assert "--config-name maniskill runner.resume_dir='/data/a b/global_step_3' 2>&1 | tee /data/l" in out
-    assert out.startswith("cd /work\n")
+    assert out.startswith("cd /opt/rlinf\n")
     again = spec.resume_run_script(out, "/data/global_step_4")  # an earlier override is replaced, not doubled
     assert again.count("runner.resume_dir=") == 1 and "runner.resume_dir=/data/global_step_4 2>&1" in again
     multi = "python \\\n  -m rlinf.run --config-name x\necho done"
