@@ -24,3 +24,8 @@ urlpatterns = [
 from jobs.api import diagnosis as diagnosis_api  # noqa: E402
 
 urlpatterns += diagnosis_api.urlpatterns
+
+# Checkpoints and the resume from one.
+from jobs.api import checkpoints as checkpoints_api  # noqa: E402
+
+urlpatterns += checkpoints_api.urlpatterns

@@ -46,6 +46,13 @@ class Job(models.Model):
     observed_generation = models.PositiveIntegerField(_("observed generation"), default=0)
     rlinf_config = models.TextField(_("attached RLinf config"), blank=True)
     run_check = models.JSONField(_("run check settings"), default=dict, blank=True)
+    # The runs before the current attempt, oldest first, at most ``jobs.control.controller.MAX_RUNS``:
+    # ``[{"attempt", "runId" (its Header Pod UID, "" when it had none), "startedAt", "finishedAt" (ISO 8601 or
+    # null), "resumedFrom" (container path or "")}]``; written when a new attempt starts (the Checkpoints tab).
+    runs = models.JSONField(_("earlier runs"), default=list, blank=True)
+    # The current attempt resumes from a checkpoint: ``{"dir" (container path), "step", "fromRun", "runScript"}``;
+    # ``{}`` for a fresh run (Start and Restart clear it; ``jobs.observe.checkpoints.resume`` sets it).
+    resume = models.JSONField(_("resumed from"), default=dict, blank=True)
     # Set by an admin (Django admin); empty = settings.RLARK_LOG_ARCHIVE_MAX_BYTES (jobs.control.log_archive).
     log_archive_max_bytes = models.PositiveBigIntegerField(
         _("log archive cap (bytes)"),

@@ -1,4 +1,5 @@
-"""The job commands of ``rlark``: validate, apply, get, describe, stop/start/restart/delete and plan."""
+"""The job commands of ``rlark``: validate, apply, get, describe, stop/start/restart/delete, checkpoints, resume
+and plan."""
 
 from __future__ import annotations
 
@@ -159,6 +160,39 @@ def cmd_action(client: Client, args) -> int:
     return 0
 
 
+def cmd_checkpoints(client: Client, args) -> int:
+    """``rlark checkpoints NAME``: the job's checkpoints, one line each (``GET .../checkpoints/``)."""
+    status, data = client.request("GET", f"jobs/{urllib.parse.quote(args.name)}/checkpoints/")
+    if status != 200 or not isinstance(data, dict):
+        raise fail(status, data, f"checkpoints {args.name}")
+    if emit(args, data):
+        return 0
+    if data.get("reasonText"):
+        print(data["reasonText"])
+    for c in data.get("checkpoints") or []:
+        run = "this run" if c.get("current") else f"attempt {c.get('attempt')}"
+        latest = "  (latest complete)" if c.get("path") == data.get("latestComplete") else ""
+        print(f"  step {c.get('step')}  {c.get('stateLabel')}  {c.get('sizeBytes')} B  {run}  {c.get('path')}{latest}")
+        for reason in c.get("reasons") or []:
+            print(f"      {reason}")
+    return 0
+
+
+def cmd_resume(client: Client, args) -> int:
+    """``rlark resume NAME [--checkpoint PATH|latest] [--run-script FILE]`` (``POST .../resume/``)."""
+    body: dict = {"checkpoint": args.checkpoint}
+    if args.run_script:
+        body["runScript"] = read_file(args.run_script)
+    payload = json.dumps(body).encode("utf-8")
+    status, data = client.request("POST", f"jobs/{urllib.parse.quote(args.name)}/resume/", payload, "application/json")
+    if status != 200:
+        raise fail(status, data, f"resume {args.name}")
+    if not emit(args, data):
+        resume = (data or {}).get("resume") or {}
+        print(f"job/{args.name} resuming from {resume.get('dir')} (step {resume.get('step')}) in a new run")
+    return 0
+
+
 def cmd_plan(client: Client, args) -> int:
     status, data = client.request("POST", "rlinf/plan/", read_file(args.file).encode("utf-8"), "application/yaml")
     if status not in (200, 400) or not isinstance(data, dict):
@@ -205,6 +239,16 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
         p = sub.add_parser(action, parents=[common], help=f"{action} a job")
         p.add_argument("name")
         p.set_defaults(func=cmd_action)
+
+    p = sub.add_parser("checkpoints", parents=[common], help="list a job's checkpoints and their state")
+    p.add_argument("name")
+    p.set_defaults(func=cmd_checkpoints)
+
+    p = sub.add_parser("resume", parents=[common], help="start a new run of a job from a complete checkpoint")
+    p.add_argument("name")
+    p.add_argument("--checkpoint", default="latest", help="checkpoint path (container path) or latest (default)")
+    p.add_argument("--run-script", help="file with the run script to use instead of the proposed one")
+    p.set_defaults(func=cmd_resume)
 
     p = sub.add_parser("plan", parents=[common], help="propose roles for an RLinf config")
     p.add_argument("-f", "--file", required=True)

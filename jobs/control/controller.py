@@ -14,7 +14,8 @@ Model (seed 01-job-role-worker-task; upstream-rlark 4.1, 4.2, 6.1, 6.2):
   drives every runtime to it and records ``observed_generation``. The periodic sync re-runs
   reconcile for any job whose ``observed_generation`` lags, so a killed worker loses nothing.
 - RLark Console goes further than upstream (6.2): start and restart re-create every Worker
-  (a new run, never a resume; they also work from Succeeded/Failed, ``attempt`` += 1), edits
+  (a new run, never a resume; they also work from Succeeded/Failed, ``attempt`` += 1; :func:`resume` is the one
+  action that continues from a checkpoint, in a new run too), edits
   add Tasks for new templates and delete the Tasks of removed ones.
 """
 
@@ -42,15 +43,19 @@ from clusters.runtime import registry
 from clusters.runtime.base import Runtime, RuntimeFailure, TaskManifest
 from domains.services import release_job
 from jobs.control import log_archive
+from jobs.jobspec.checkpoints import header_template
 from jobs.jobspec.conditions import set_condition
 from jobs.jobspec.layout import task_layout
 from jobs.jobspec.manifests import build_task_manifests
+from jobs.jobspec.validator import MAX_VALUE_BYTES
 from jobs.models import Job, Phase, Pod, Task
 from storage.models import StorageClass
 
 logger = logging.getLogger(__name__)
 
 TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
+MAX_RUNS = 50  # earlier runs kept in Job.runs
+MAX_RUN_SCRIPT_BYTES = MAX_VALUE_BYTES  # a resume's edited run script fits in one environment string
 
 _locks_guard = threading.Lock()
 _locks: dict[int, threading.RLock] = defaultdict(threading.RLock)
@@ -180,6 +185,14 @@ def _manifests(job: Job, clusters: dict[str, Cluster]) -> dict[str, TaskManifest
     }
     keys = [k for k in job.spec_section.get("sshPublicKeys") or [] if isinstance(k, str)]
     document = {**(job.spec or {}), "spec": {**job.spec_section, "stopped": job.stopped}}
+    resume_dir = str((job.resume or {}).get("dir") or "")
+    if resume_dir:  # this run only: the Header runs the resume's script; the stored document is unchanged
+        head = header_template(job.spec_section)
+        tasks = [
+            {**t, "runScript": job.resume.get("runScript") or t.get("runScript")} if t is head else t
+            for t in job.spec_section.get("tasks") or []
+        ]
+        document["spec"]["tasks"] = tasks
     built = build_task_manifests(
         job.name,
         document,
@@ -188,6 +201,7 @@ def _manifests(job: Job, clusters: dict[str, Cluster]) -> dict[str, TaskManifest
         storage_classes=storage_classes,
         rlinf_config=job.rlinf_config,
         ray_auth_token=job_token(job.pk, job.created_at.isoformat()),
+        resume_dir=resume_dir,
     )
     return {m.task: m for m in built}
 
@@ -464,8 +478,47 @@ def restart(job: Job, actor=None, request=None) -> Job:
     return job
 
 
+def resume(job: Job, *, directory: str, step: int, from_run: str, run_script: str, actor=None, request=None) -> Job:
+    """Start a new run (``attempt`` += 1, a new Run ID) that resumes from the checkpoint ``directory`` (container
+    path of a ``global_step_<step>`` the caller checked is complete, ``jobs.observe.checkpoints.choose``) written by
+    the run ``from_run``: the Header gets ``RLARK_RESUME_DIR=<directory>`` and runs ``run_script`` instead of the
+    template's, for this run only (``Job.resume``; Start and Restart clear it). Audited as ``job.resume``."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update().get(pk=job.pk)
+        _new_attempt(job)
+        job.resume = {"dir": directory, "step": step, "fromRun": from_run, "runScript": run_script}
+        job.save(update_fields=["resume"])
+        _audit(
+            actor, "job.resume", job, request, attempt=job.attempt, checkpoint=directory, step=step, fromRun=from_run
+        )
+        request_reconcile(job)
+    return job
+
+
+def _record_run(job: Job) -> None:
+    """Append the attempt that ends to ``job.runs`` (at most :data:`MAX_RUNS`, oldest dropped)."""
+    head = (
+        Pod.objects.filter(task__job=job, task__head=True, ordinal=0)
+        .exclude(uid="")
+        .order_by("-created_at", "-id")
+        .only("uid")
+        .first()
+    )
+    entry = {
+        "attempt": job.attempt,
+        "runId": head.uid if head is not None else "",
+        "startedAt": job.started_at.isoformat() if job.started_at else None,
+        "finishedAt": (job.finished_at or timezone.now()).isoformat(),
+        "resumedFrom": str((job.resume or {}).get("dir") or ""),
+    }
+    job.runs = [*[r for r in job.runs or [] if isinstance(r, dict)], entry][-MAX_RUNS:]
+
+
 def _new_attempt(job: Job) -> None:
-    """Reset the job to a fresh Pending run (upstream 6.1 "on entering Pending", plus attempt)."""
+    """Reset the job to a fresh Pending run (upstream 6.1 "on entering Pending", plus attempt); the run that ends
+    goes to ``job.runs`` and a resume of it is cleared."""
+    _record_run(job)
+    job.resume = {}
     job.stopped = False
     _set_spec_stopped(job)
     job.attempt += 1
@@ -484,6 +537,8 @@ def _new_attempt(job: Job) -> None:
             "started_at",
             "finished_at",
             "conditions",
+            "runs",
+            "resume",
             "updated_at",
         ]
     )

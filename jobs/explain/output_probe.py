@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from pathlib import Path
 
 from django.core.cache import cache
@@ -20,6 +19,7 @@ from django.core.cache import cache
 from clusters.runtime.base import RuntimeFailure
 from clusters.runtime.registry import runtime_for
 from jobs.explain import output_scan
+from jobs.observe.worker_script import run_in_worker
 
 log = logging.getLogger("rlark.runcheck")
 CACHE_SECONDS = 30
@@ -57,24 +57,7 @@ def _probe(job, template: str, path: str, hash_limit: int) -> dict | None:
 
 def _run(runtime, namespace: str, pod: str, path: str, hash_limit: int) -> dict:
     """The scan's result from inside ``pod``. Raises RuntimeFailure (exec refused, no result) or TimeoutError."""
-    stream = runtime.exec(namespace, pod, ["python3", "-c", SCRIPT, path, str(hash_limit)])
-    out = b""
-    deadline = time.monotonic() + TIMEOUT
-    try:
-        while len(out) < MAX_OUTPUT:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no answer within {TIMEOUT:.0f} s")
-            chunk = stream.read(timeout=0.5)
-            if chunk == b"":
-                break
-            if chunk:
-                out += chunk
-                text = out.decode(errors="replace")
-                if output_scan.MARKER in text and text.rstrip(" ").endswith(("\n", "\r")):
-                    break
-    finally:
-        stream.close()
-    result = output_scan.decode(out.decode(errors="replace"))
-    if result is None:
-        raise RuntimeFailure(f"no result from the output check in {pod}: {out[-200:]!r}")
-    return result
+    argv = ["python3", "-c", SCRIPT, path, str(hash_limit)]
+    return run_in_worker(
+        runtime, namespace, pod, argv, output_scan.MARKER, output_scan.decode, timeout=TIMEOUT, max_output=MAX_OUTPUT
+    )

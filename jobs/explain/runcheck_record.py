@@ -13,6 +13,7 @@ from django.utils.translation import gettext_noop
 from jobs.explain.runcheck_input import TO_CONFIRM, CheckResult, check_title, status_label, time_label, tr
 from jobs.jobspec.layout import main_container
 from jobs.jobspec.rlinf import num_nodes_of
+from jobs.observe.checkpoints import job_checkpoints
 
 
 def _cell(text: str) -> str:
@@ -20,11 +21,32 @@ def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
 
 
+def checkpoint_note(job, lang: str) -> str:
+    """Row 5's word on the latest complete checkpoint (``jobs.observe.checkpoints``): its container path, size in
+    bytes, file count and the sha256 of its file list; that there is none; "" when the job has no checkpoint
+    directory."""
+    listing = job_checkpoints(job)
+    if listing.reason == "unset":
+        return ""
+    latest = listing.latest_complete()
+    if latest is None:
+        return tr(lang, gettext_noop("No complete checkpoint in {dir}."), dir=listing.directory)
+    return tr(
+        lang,
+        gettext_noop("Latest complete checkpoint: {path} ({size} bytes, {files} files, file list sha256 {sha})."),
+        path=latest.path,
+        size=latest.size,
+        files=latest.files,
+        sha=latest.list_sha,
+    )
+
+
 def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = "zh-hans") -> str:
     """The run record in the exact template of seed 02 (``# 任务运行检查记录``, eight fields, the six-row table).
 
     Values come from the stored Job (images, digests when the reference has one, the RLinf config hash, clusters,
-    nodes, GPU per Worker) and the check results; row 6 is always 待确认 (people decide what happens next).
+    nodes, GPU per Worker) and the check results; row 5's note ends with the latest complete checkpoint
+    (:func:`checkpoint_note`); row 6 is always 待确认 (people decide what happens next).
     No environment values, keys or credentials are written.
     """
     import yaml
@@ -97,5 +119,7 @@ def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = 
             checked = result.checked_at
             status = status_label(result.status, "zh-hans")
             note = " ".join(result.evidence[:4])
+            if number == 5:
+                note = " ".join(p for p in (note, checkpoint_note(job, lang)) if p)
         lines.append(f"| {_cell(title)} | {status} | {time_label(checked)} | {_cell(location)} | {_cell(note)} |")
     return "\n".join(lines) + "\n"

@@ -334,6 +334,7 @@ _ORDER: dict[str, tuple[str, ...]] = {
         "prepareScript",
         "runScript",
         "tensorBoardDir",
+        "checkpointDir",
         "kubernetes",
     ),
     "kubernetes": ("workload",),

@@ -56,6 +56,7 @@ from clusters.models import ImageRegistry
 from clusters.runtime.base import TaskManifest
 from clusters.selectors import parse_selector, values_of
 from domains import sidecar as network_sidecar
+from jobs.jobspec.checkpoints import RESUME_ENV
 from jobs.jobspec.layout import TaskLayout, main_container, task_layout
 from jobs.jobspec.naming import head_service_name
 from storage.services import StorageError, match_registry, normalize_image, normalize_registry
@@ -192,8 +193,10 @@ def injected_env(
     head_task: str,
     domain: str,
     ssh_keys: list[str],
+    resume_dir: str = "",
 ) -> list[dict[str, Any]]:
-    """The env appended after the user's env (upstream 4.5 order)."""
+    """The env appended after the user's env (upstream 4.5 order); on the Header of a run that resumes from a
+    checkpoint also ``RLARK_RESUME_DIR`` (its container path, ``jobs.jobspec.checkpoints``)."""
     env = [_env("RLARK_RAY_PORT", RAY_PORT)]
     if str(template.get("prepareScript") or "").strip():
         env.append(_env("RLARK_PREPARE_SCRIPT", template["prepareScript"]))
@@ -211,6 +214,8 @@ def injected_env(
             env.append(_env("RLARK_DOMAIN", domain))
         # a per-run output prefix (seed 02, check 5: "checkpoint 使用本次运行的唯一前缀"; jobs.observe.run_prefix)
         env.append(_field_env("RLARK_RUN_ID", "metadata.uid"))
+        if resume_dir:
+            env.append(_env(RESUME_ENV, resume_dir))
     else:
         address = f"{head_task}-0.rlark-domain" if domain else head_service_name(head_task)
         env.append(_env("RLARK_HEAD_ADDRESS", address))
@@ -228,8 +233,8 @@ def _security_context(existing: Mapping | None) -> dict[str, Any]:
 class _JobParts:
     """What every Task of one job shares: the Job's name, the image ``registries``, the ``ssh_keys`` to inject,
     ``storage_classes`` (console name -> ``storageClassName``), the default ``pvc_policy``, the attached
-    ``rlinf_config`` text, the Ray token, ``stopped`` (replicas 0), the ``domain`` and the wrapper ``script_data``
-    (file name -> text)."""
+    ``rlinf_config`` text, the Ray token, ``stopped`` (replicas 0), the ``domain``, the wrapper ``script_data``
+    (file name -> text) and the checkpoint the run resumes from (``resume_dir``, container path or "")."""
 
     job_name: str
     registries: list[Any]
@@ -241,6 +246,7 @@ class _JobParts:
     stopped: bool
     domain: str
     script_data: dict[str, str]
+    resume_dir: str = ""
 
     def labels(self, task: str) -> dict[str, str]:
         """The labels of the objects a Task owns besides its StatefulSet (ConfigMaps, Secrets, PVCs)."""
@@ -258,6 +264,7 @@ def build_task_manifests(
     pvc_policy: str = "Delete",
     rlinf_config: str = "",
     ray_auth_token: str = "",
+    resume_dir: str = "",
 ) -> list[TaskManifest]:
     """One TaskManifest per ``spec.tasks[]`` template, in order.
 
@@ -274,6 +281,7 @@ def build_task_manifests(
     - ``ray_auth_token``: the Job's Ray token (:func:`clusters.ray_auth.job_token`). When given, every Task gets
       the Secret ``<task>-ray-auth`` in ``extra_objects`` and its ``main`` container ``RAY_AUTH_MODE=token`` and
       ``RAY_AUTH_TOKEN`` from that Secret (:mod:`clusters.ray_auth`); the token is in no other object.
+    - ``resume_dir``: the checkpoint this run resumes from (container path); the Header gets ``RLARK_RESUME_DIR``.
 
     Raises ManifestError for an unknown cluster or a template without containers.
     """
@@ -294,6 +302,7 @@ def build_task_manifests(
         stopped=bool(spec.get("stopped")),
         domain=str(spec.get("domain") or ""),
         script_data=scripts(),
+        resume_dir=resume_dir,
     )
     out: list[TaskManifest] = []
     for layout, template in zip(task_layout(document), templates, strict=True):
@@ -426,6 +435,7 @@ def _main_container(c: dict, template: dict, layout: TaskLayout, job: _JobParts)
         head_task=layout.head_task_name,
         domain=job.domain,
         ssh_keys=job.ssh_keys,
+        resume_dir=job.resume_dir,
     )
     mounts = [m for m in c.get("volumeMounts") or [] if m.get("name") not in (SCRIPTS_VOLUME, RLINF_VOLUME)]
     c["volumeMounts"] = mounts + [{"name": SCRIPTS_VOLUME, "mountPath": SCRIPTS_MOUNT, "readOnly": True}]

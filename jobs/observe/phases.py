@@ -467,7 +467,7 @@ def aggregate(
     phase, message = job.phase, job.message
     if not (job.stopped or job.phase == Phase.STOPPED) and job.phase not in controller.TERMINAL:
         all_ready = seen.desired_total > 0 and all(seen.tasks[t.pk].ready >= t.replicas for t in tasks)
-        nodes = ray_nodes.tally_nodes(job, tasks, rows, is_stale)
+        nodes = ray_nodes.tally_nodes(job, tasks, rows)
         conditions = ray_nodes.nodes_condition(conditions, nodes, now)
         if (late := ray_nodes.start_timeout_failure(job, conditions, nodes, now)) is not None:
             seen.failures.append(Failure("StartTimeout", late, "", "", False))

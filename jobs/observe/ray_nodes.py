@@ -25,6 +25,7 @@ from typing import Any
 from jobs.jobspec.conditions import get_condition, set_condition
 from jobs.jobspec.start_timeout import start_timeout_of
 from jobs.models import Job, Pod, Task
+from jobs.observe.sync_fetch import stale
 
 MAX_NAMED = 8  # missing Workers named in the message; the rest are counted
 
@@ -58,14 +59,13 @@ def has_joined(row: Pod) -> bool:
     return row.phase == "Running" and bool(signals.get("rayStarted")) and signals.get("rayExit") is None
 
 
-def tally_nodes(job: Job, tasks: list[Task], rows: dict[int, dict[str, Pod]], stale) -> RayNodes:
-    """The Ray nodes of ``job``: ``rows`` Task id -> Pod name -> row; ``stale(job, row)`` tells a Pod of an
-    earlier attempt (it never counts)."""
+def tally_nodes(job: Job, tasks: list[Task], rows: dict[int, dict[str, Pod]]) -> RayNodes:
+    """The Ray nodes of ``job``: ``rows`` Task id -> Pod name -> row (a Pod of an earlier attempt never counts)."""
     joined = expected = 0
     missing: list[str] = []
     waiting: tuple[int, int] | None = None
     for task in sorted(tasks, key=lambda t: t.rank_start):
-        by_ordinal = {p.ordinal: p for p in rows.get(task.pk, {}).values() if not stale(job, p)}
+        by_ordinal = {p.ordinal: p for p in rows.get(task.pk, {}).values() if not stale(job.started_at, p.created_at)}
         role = task.template_name
         for ordinal in range(task.replicas):
             expected += 1

@@ -36,6 +36,12 @@ def current_run_id(job) -> str:
     return pod.uid if pod is not None else ""
 
 
+def with_run_id(path: str, run_id: str) -> str:
+    """``path`` with ``$RLARK_RUN_ID`` / ``${RLARK_RUN_ID}`` replaced by ``run_id`` (any run, not only the current
+    one: the Checkpoints tab reads the earlier runs' prefixes too)."""
+    return _VARIABLE.sub(run_id, path)
+
+
 def run_path(job, path: str) -> str | None:
     """``path`` with the current run's id substituted; ``path`` itself when it does not use the run id; None when
     it does but the run has no Header Pod yet (nothing of this run can exist)."""

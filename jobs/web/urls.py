@@ -26,3 +26,8 @@ urlpatterns[:0] = diagnosis_views.urlpatterns
 from jobs.web import tensorboard_views  # noqa: E402
 
 urlpatterns[:0] = tensorboard_views.urlpatterns
+
+# Checkpoints tab and the resume from one: registered before "<name>/<action>/".
+from jobs.web import checkpoint_views  # noqa: E402
+
+urlpatterns[:0] = checkpoint_views.urlpatterns

@@ -177,7 +177,7 @@ def _pages(states) -> list[str]:
     for one in states.values():
         base = f"/jobs/{one.name}/"
         pages += [base + f"?tab={tab}" for tab in ("overview", "workers", "logs", "yaml")]
-        pages += [base + "diagnosis/", base + "run-check/"]
+        pages += [base + "diagnosis/", base + "run-check/", base + "checkpoints/"]
     return pages
 
 
