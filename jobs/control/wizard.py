@@ -434,7 +434,7 @@ def to_document(state: WizardState) -> dict[str, Any]:
     annotations = {k: v for k, v in state.annotations.items() if k not in (DISPLAY_NAME_ANNOTATION, ACKNOWLEDGED)}
     if state.display_name.strip():
         annotations[DISPLAY_NAME_ANNOTATION] = state.display_name.strip()
-    if state.acknowledged:
+    if state.acknowledged or state.rlinf_config.strip():  # "" (dropped when stored) withdraws an earlier one on edit
         annotations[ACKNOWLEDGED] = ",".join(sorted(set(state.acknowledged)))
     if annotations:
         metadata["annotations"] = annotations

@@ -233,3 +233,14 @@ def test_a_component_placed_on_a_group_without_nodes(api):
     # a group without nodes that no component uses is left alone, as RLinf does
     config["cluster"]["component_placement"]["env"]["node_group"] = "gpu"
     assert rlinf_errors(validate(api, config, two_worker_doc())) == []
+
+
+def test_an_empty_acknowledgement_withdraws_it(api):
+    charger = (CONFIGS / "emb_realworld_charger_sac_cnn_async.yaml").read_text()
+    body = {"document": two_worker_doc(ACK_CODE), "rlinf_config": charger}
+    assert api.post("/api/v1/jobs/", body, format="json").status_code == 201
+    # PUT and PATCH keep annotations the new document leaves out; an empty value withdraws the acknowledgement
+    kept = api.patch("/api/v1/jobs/ppo-job/", {"spec": {"tasks": two_worker_doc()["spec"]["tasks"]}}, format="json")
+    assert kept.status_code == 200, kept.json()
+    r = api.patch("/api/v1/jobs/ppo-job/", {"metadata": {"annotations": {ACK: ""}}}, format="json")
+    assert r.status_code == 400 and [e["code"] for e in r.json()["errors"]] == [ACK_CODE]

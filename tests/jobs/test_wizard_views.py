@@ -217,6 +217,15 @@ def test_rlinf_import_proposes_a_placeable_two_worker_job(client, admin_user, de
     assert client.post("/jobs/new/", {**data, "step": "4", "action": "submit"}, **HX).status_code == 204
     job = Job.objects.get(name="robot-policy-training")
     assert job.spec["metadata"]["annotations"]["rlark.io/acknowledged-checks"] == "rlinf_robot_ip_invalid"
+    # Editing shows the box ticked; unticking it withdraws the acknowledgement, so the change is refused.
+    html = client.get("/jobs/robot-policy-training/edit/").content.decode()
+    assert 'name="acknowledged" value="rlinf_robot_ip_invalid" checked' in html
+    data = {k: v for k, v in re.findall(r'name="([^"]+)" value="([^"]*)"', html) if not k.startswith("csrf")}
+    assert data.pop("acknowledged") == "rlinf_robot_ip_invalid"
+    data.update({"r0-cluster": "local", "r1-cluster": "local", "rlinf_config": CHARGER.read_text()})
+    data.update({"run_script": "bash run.sh", "step": "4", "action": "submit"})
+    html = client.post("/jobs/robot-policy-training/edit/", data, **HX).content.decode()
+    assert banner_codes(html) == ["rlinf_robot_ip_invalid"]
     tasks = job.spec["spec"]["tasks"]
     assert [(t["name"], t["head"], t["kubernetes"]["workload"]["replicas"]) for t in tasks] == [
         ("4090", True, 1),
