@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusters.selectors import SelectorError, format_selector, parse_selector
+from jobs.jobspec.document import ACKNOWLEDGED
 from jobs.jobspec.layout import main_container
 from jobs.jobspec.naming import pvc_name, to_resource_name, volume_name
 
@@ -162,6 +163,7 @@ class WizardState:
     annotations: dict[str, str] = field(default_factory=dict)  # extra annotations kept on edit
     labels: dict[str, str] = field(default_factory=dict)  # metadata.labels kept on edit
     stopped: bool = False  # kept on edit: editing a stopped job does not start it
+    acknowledged: list[str] = field(default_factory=list)  # codes of annotation rlark.io/acknowledged-checks
 
     @property
     def header_index(self) -> int:
@@ -429,9 +431,11 @@ def to_document(state: WizardState) -> dict[str, Any]:
     """The Job document the wizard submits. One task per role in role order; nothing dropped (an empty
     image is reported by the validator instead of silently dropping the role as upstream does)."""
     metadata: dict[str, Any] = {"name": state.name.strip()}
-    annotations = {k: v for k, v in state.annotations.items() if k != DISPLAY_NAME_ANNOTATION}
+    annotations = {k: v for k, v in state.annotations.items() if k not in (DISPLAY_NAME_ANNOTATION, ACKNOWLEDGED)}
     if state.display_name.strip():
         annotations[DISPLAY_NAME_ANNOTATION] = state.display_name.strip()
+    if state.acknowledged or state.rlinf_config.strip():  # "" (dropped when stored) withdraws an earlier one on edit
+        annotations[ACKNOWLEDGED] = ",".join(sorted(set(state.acknowledged)))
     if annotations:
         metadata["annotations"] = annotations
     if state.labels:
@@ -543,6 +547,7 @@ def from_document(document: Mapping, *, infer_cluster=None) -> WizardState:
     state = WizardState(
         name=_str(metadata.get("name")),
         display_name=annotations.pop(DISPLAY_NAME_ANNOTATION, ""),
+        acknowledged=[c.strip() for c in annotations.pop(ACKNOWLEDGED, "").split(",") if c.strip()],
         job_type="Custom",
         annotations=annotations,
         domain=_str(spec.get("domain")),
@@ -621,9 +626,10 @@ def from_post(data) -> WizardState:
         step=min(max(_int(data.get("step"), 1), 1), 4),
         active_role=_int(data.get("active_role"), 0),
         stopped=_get(data, "stopped") == "1",
+        acknowledged=[c for c in getlist("acknowledged") if c],
     )
     for key in data:
-        if key.startswith("ann:"):
+        if key.startswith("ann:") and key[4:] != ACKNOWLEDGED:
             state.annotations[key[4:]] = _get(data, key)
         elif key.startswith("lbl:"):
             state.labels[key[4:]] = _get(data, key)

@@ -13,6 +13,8 @@ Shape contract for things upstream cannot express (RLark Console goes further):
 - PVC size/access mode: ``kubernetes.workload.pvcOptions[claim] = {size, accessMode, reclaimPolicy}`` (keys follow
   the recomputed claim names like ``pvcStorageMap``).
 - Display name: annotation ``rlark.io/display-name``.
+- Acknowledged checks: annotation ``rlark.io/acknowledged-checks``, comma-separated validation codes that the
+  submitter accepts (``acknowledged_checks``; only ``jobs.jobspec.rlinf.ACKNOWLEDGEABLE`` codes take effect).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ API_VERSION = "rlinf.io/v1alpha1"
 KIND = "Job"
 DISPLAY_NAME = "rlark.io/display-name"
 RESTARTED_AT = "rlark.io/restarted-at"
+ACKNOWLEDGED = "rlark.io/acknowledged-checks"
 SHM_VOLUME = "dshm"
 SHM_PATH = "/dev/shm"
 GPU = "nvidia.com/gpu"
@@ -155,6 +158,15 @@ def display_name(document: dict) -> str:
         if value:
             return str(value)
     return ""
+
+
+def acknowledged_checks(document: Any) -> set[str]:
+    """The codes of annotation ``rlark.io/acknowledged-checks`` (``"a, b"`` -> ``{"a", "b"}``); empty when the
+    annotation is missing or not a string. Never raises."""
+    meta = document.get("metadata") if isinstance(document, dict) else None
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    value = annotations.get(ACKNOWLEDGED) if isinstance(annotations, dict) else None
+    return {c.strip() for c in value.split(",") if c.strip()} if isinstance(value, str) else set()
 
 
 def generate_job_name(display: str) -> str:

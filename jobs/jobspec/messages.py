@@ -197,6 +197,25 @@ MESSAGES: dict[str, str] = {
     "rlinf_group_unknown": gettext_noop(
         "{component} in component_placement refers to node group {group}, which does not exist."
     ),
+    # RLinf 0.3.0's own checks (jobs.jobspec.rlinf); {rlinf} quotes RLinf's English message in every language.
+    "rlinf_hardware_rank_outside": gettext_noop(
+        "{path} is {value}, outside node_ranks {ranks} of node group {group}. RLinf refuses this config at start-up: "
+        '"{rlinf}"'
+    ),
+    "rlinf_robot_ip_invalid": gettext_noop(
+        '{path} is {value}, which is not an IP address. RLinf refuses this config at start-up: "{rlinf}" Enter the '
+        "robot's IP address, or leave the field out so that RLinf reads the {env} environment variable on the robot's "
+        "node. If the run script sets it (a Hydra override), acknowledge this check: the wizard's checkbox, or "
+        "annotation rlark.io/acknowledged-checks: rlinf_robot_ip_invalid."
+    ),
+    "rlinf_robot_ip_acknowledged": gettext_noop(
+        '{path} is {value}, which is not an IP address; RLinf refuses the config as it is ("{rlinf}"). The job '
+        "acknowledges this check: the run script must set the address."
+    ),
+    "rlinf_group_no_workers": gettext_noop(
+        "{path}: {component} is placed on node group {group}, whose node_ranks hold no node, so no Worker runs it. "
+        'RLinf leaves out a node group without nodes and refuses the placement at start-up: "{rlinf}"'
+    ),
 }
 
 

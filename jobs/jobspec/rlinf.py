@@ -7,13 +7,21 @@
 - rank 0 is always its own Header role (replicas 1); following consecutive ranks with the same signature form one
   role; without ``node_groups`` this gives Header [0] + ``worker`` x (num_nodes - 1);
 - problems in the config itself are reported (hardware ``node_rank`` outside its group's ranks ->
-  ``node_ranks_mismatch``, bad rank expressions, env_configs not a list, unknown group in a placement, ...).
+  ``node_ranks_mismatch``, bad rank expressions, env_configs not a list, unknown group in a placement, a component
+  placed on a group without nodes -> ``rlinf_group_no_workers``, ...);
+- a robot IP that RLinf refuses (``rlinf_robot_ip_invalid``) is a warning of the plan: the run script may override
+  it, so the validator refuses it unless the job acknowledges the check (``ACKNOWLEDGEABLE``).
+
+The checks that RLinf 0.3.0 makes itself follow its code: ``rlinf/scheduler/cluster/config.py`` (``ClusterConfig``,
+``NodeGroupConfig``), ``rlinf/scheduler/hardware/robots/franka.py`` and ``dual_franka.py`` (robot IPs),
+``rlinf/scheduler/cluster/node.py`` and ``rlinf/scheduler/placement/placement.py`` (node groups of a placement).
 
 The roles always cover ranks ``0..num_nodes-1``, so their replicas sum to ``num_nodes``.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +40,18 @@ RESERVED_LABELS = ("cluster", "node")
 MAX_NUM_NODES = 10_000
 RANK_BUDGET = 16 * MAX_NUM_NODES
 MAX_CONFIG_CHARS = 1 << 20
+# The hardware config fields RLinf 0.3.0 parses with ``ipaddress.ip_address`` when they are set, per hardware type:
+# (the config's name in RLinf's message, fields). rlinf/scheduler/hardware/robots/franka.py
+# (``FrankaConfig.__post_init__``) and dual_franka.py (``DualFrankaConfig._validate_ip``); the other robot types
+# (DOSW1 ``robot_url``, GimArm, Turtle2) check no address.
+ROBOT_IP_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "Franka": ("franka", ("robot_ip",)),
+    "DualFranka": ("DualFranka", ("left_robot_ip", "right_robot_ip")),
+}
+# Plan warnings that RLinf refuses as shipped but that the run script may fix (a Hydra override of the field): the
+# validator makes them errors unless the job lists the code in annotation ``rlark.io/acknowledged-checks``.
+# code -> the message key of the warning once acknowledged.
+ACKNOWLEDGEABLE = {"rlinf_robot_ip_invalid": "rlinf_robot_ip_acknowledged"}
 
 
 @dataclass
@@ -145,7 +165,10 @@ def plan(config: dict | str) -> RLinfPlan:
     result.num_nodes = num_nodes
     report = _Report(problems, result.warnings)
     groups = _read_groups(cluster, num_nodes, report)
-    placement = _read_placement(cluster, {g["label"] for g in groups}, num_nodes, problems)
+    ranks_of: dict[str, set[int]] = {}
+    for g in groups:
+        ranks_of.setdefault(g["label"], set()).update(g["ranks"])
+    placement = _read_placement(cluster, ranks_of, num_nodes, problems)
     parts = _RankParts.of(groups, num_nodes)
     by_label: dict[str, list[dict[str, Any]]] = {}
     for g in groups:
@@ -236,7 +259,7 @@ def _read_groups(cluster: dict, num_nodes: int, report: _Report) -> list[dict[st
             "order": len(groups),
         }
         _read_env_configs(group, g.get("env_configs"), gpath, all_ranks, report)
-        _read_hardware(group, g.get("hardware"), gpath, hw_seen, report.problems)
+        _read_hardware(group, g.get("hardware"), gpath, hw_seen, report)
         groups.append(group)
     return groups
 
@@ -337,37 +360,99 @@ def _read_env_configs(group: dict[str, Any], env_configs: Any, gpath: str, all_r
 
 
 def _read_hardware(
-    group: dict[str, Any], hardware: Any, gpath: str, hw_seen: dict[tuple[int, str], str], problems: list[Problem]
+    group: dict[str, Any], hardware: Any, gpath: str, hw_seen: dict[tuple[int, str], str], report: _Report
 ) -> None:
     """Read the group's ``hardware`` (``{type, configs: [{node_rank, ...}]}``, rlinf.md 8.2) into ``group["hw_type"]``
-    and ``group["hardware"]`` (rank -> its configs). A config's ``node_rank`` must be an int within the group's
-    ranks, and one rank has one config of a type across all groups (``hw_seen``: (rank, type) -> group label)."""
+    and ``group["hardware"]`` (rank -> its configs). Each config's robot IPs are checked (:func:`_robot_ip`,
+    warnings), then its ``node_rank``: an int within the group's ranks (:func:`_hardware_rank`), and one (rank,
+    type) belongs to one group (``hw_seen``: (rank, type) -> the label of the group that has it).
+
+    RLinf 0.3.0, rlinf/scheduler/cluster/config.py ``ClusterConfig.__post_init__``: "Cannot have multiple hardware
+    configs of the same type ... in different node groups": several configs of one type at one rank within one
+    group are allowed (two arms on one node)."""
     if hardware is None:
         return
     if not isinstance(hardware, dict):
-        problems.append(Problem(f"{gpath}.hardware", "rlinf_group_invalid", {"detail": "must be a mapping"}))
+        report.problems.append(Problem(f"{gpath}.hardware", "rlinf_group_invalid", {"detail": "must be a mapping"}))
         return
     label = group["label"]
     hw_type = str(hardware.get("type") or "")
     group["hw_type"] = hw_type
     for hi, hc in enumerate(hardware.get("configs") or []):
-        hpath = f"{gpath}.hardware.configs[{hi}].node_rank"
-        rank = hc.get("node_rank") if isinstance(hc, dict) else None
-        if isinstance(rank, bool) or not isinstance(rank, int):
-            problems.append(Problem(hpath, "rlinf_group_invalid", {"detail": "node_rank must be an int"}))
+        cpath = f"{gpath}.hardware.configs[{hi}]"
+        if isinstance(hc, dict):
+            _robot_ip(hc, hw_type, cpath, report.warnings)
+        rank = _hardware_rank(group, hc, f"{cpath}.node_rank", report.problems)
+        if rank is None:
             continue
-        if rank not in group["ranks"]:
+        other = hw_seen.get((rank, hw_type), label)
+        if other != label:
             detail = (
-                f"node_rank {rank} in hardware config must be within node_ranks "
-                f"{format_ranks(group['ranks']) or '[]'} of group {label}"
+                f"Cannot have multiple hardware configs of the same type '{hw_type}' for the same node_rank {rank} in "
+                f"different node groups '{other}' and '{label}'."
             )
-            problems.append(Problem(hpath, "node_ranks_mismatch", {"detail": detail}))
-            continue
-        if (rank, hw_type) in hw_seen:
-            detail = f"{hw_type} at node_rank {rank} is also in group {hw_seen[(rank, hw_type)]}"
-            problems.append(Problem(hpath, "node_ranks_mismatch", {"detail": detail}))
+            report.problems.append(Problem(f"{cpath}.node_rank", "node_ranks_mismatch", {"detail": detail}))
         hw_seen[(rank, hw_type)] = label
         group["hardware"].setdefault(rank, []).append(hc)
+
+
+def _rank_list(ranks: set[int]) -> str:
+    """The ranks as RLinf prints a list (``[1, 2]``); more than 16 are shortened to ``[0, 1, ..., 9999]``."""
+    items = sorted(ranks)
+    if len(items) > 16:
+        return f"[{items[0]}, {items[1]}, ..., {items[-1]}]"
+    return str(items)
+
+
+def _hardware_rank(group: dict[str, Any], hc: Any, path: str, problems: list[Problem]) -> int | None:
+    """The ``node_rank`` of hardware config ``hc`` at ``path`` when it is an int within the group's ranks, else
+    None and a problem: ``rlinf_group_invalid`` (not an int) or ``node_ranks_mismatch`` (message key
+    ``rlinf_hardware_rank_outside``, params ``{path, value, ranks, group, rlinf}``).
+
+    RLinf 0.3.0 refuses the config at start-up, rlinf/scheduler/cluster/config.py ``ClusterConfig.__post_init__``:
+    ``node_rank {rank} in hardware config must be within node_ranks {ranks} in node group '{label}'.``"""
+    rank = hc.get("node_rank") if isinstance(hc, dict) else None
+    if isinstance(rank, bool) or not isinstance(rank, int):
+        problems.append(Problem(path, "rlinf_group_invalid", {"detail": "node_rank must be an int"}))
+        return None
+    if rank in group["ranks"]:
+        return rank
+    label, ranks = group["label"], _rank_list(group["ranks"])
+    params = {
+        "path": path,
+        "value": rank,
+        "ranks": format_ranks(group["ranks"]) or "[]",
+        "group": label,
+        "rlinf": f"node_rank {rank} in hardware config must be within node_ranks {ranks} in node group '{label}'.",
+    }
+    problems.append(Problem(path, "node_ranks_mismatch", params, key="rlinf_hardware_rank_outside"))
+    return None
+
+
+def _robot_ip(hc: dict, hw_type: str, cpath: str, warnings: list[Problem]) -> None:
+    """A ``rlinf_robot_ip_invalid`` warning (params ``{path, value, rlinf, env}``) for each robot IP field of
+    hardware config ``hc`` (at ``cpath``) that RLinf 0.3.0 refuses (``ROBOT_IP_FIELDS``).
+
+    RLinf, rlinf/scheduler/hardware/robots/franka.py ``FrankaConfig.__post_init__`` and dual_franka.py
+    ``DualFrankaConfig._validate_ip``: a field that is set must pass ``ipaddress.ip_address`` (IPv4 or IPv6, an
+    int too), else ``'robot_ip' in franka config must be a valid IP address. But got ROBOT_IP.`` An unset field is
+    read later from the upper-cased environment variable on the robot's node (``RobotAutoConfig``) and is not
+    checked. A Hydra interpolation (``${...}``) is resolved only when RLinf starts, so it is not checked either."""
+    config_name, names = ROBOT_IP_FIELDS.get(hw_type, ("", ()))
+    for name in names:
+        value = hc.get(name)
+        if value is None or (isinstance(value, str) and "${" in value):
+            continue
+        try:
+            ipaddress.ip_address(value)
+        except (ValueError, TypeError):
+            params = {
+                "path": f"{cpath}.{name}",
+                "value": str(value),
+                "rlinf": f"'{name}' in {config_name} config must be a valid IP address. But got {value}.",
+                "env": name.upper(),
+            }
+            warnings.append(Problem(f"{cpath}.{name}", "rlinf_robot_ip_invalid", params, severity=WARNING))
 
 
 @dataclass
@@ -387,11 +472,12 @@ class _Placement:
     global_source: str = ""
 
 
-def _read_placement(cluster: dict, labels: set[str], num_nodes: int, problems: list[Problem]) -> _Placement:
-    """The :class:`_Placement` of the config; a placement naming a node group that is not in ``labels`` (nor
-    reserved) is a problem (``rlinf_group_unknown``). A group with ``hardware`` numbers its resources by robot, so
-    its placement ids say nothing about GPUs; it needs GPUs only when it hosts a component other than ``env``
-    (:func:`_group_gpus`)."""
+def _read_placement(cluster: dict, labels: dict[str, set[int]], num_nodes: int, problems: list[Problem]) -> _Placement:
+    """The :class:`_Placement` of the config; ``labels``: each node group's label -> its ranks. A placement naming a
+    node group that is not in ``labels`` (nor reserved) is a problem (``rlinf_group_unknown``), one naming a group
+    without ranks too (:func:`_group_placement`, ``rlinf_group_no_workers``). A group with ``hardware`` numbers its
+    resources by robot, so its placement ids say nothing about GPUs; it needs GPUs only when it hosts a component
+    other than ``env`` (:func:`_group_gpus`)."""
     out = _Placement()
     global_need: int | None = None
     global_unknown = False
@@ -417,19 +503,32 @@ def _read_placement(cluster: dict, labels: set[str], num_nodes: int, problems: l
 
 
 def _group_placement(
-    out: _Placement, comp: Any, comps: set[str], value: dict, labels: set[str], problems: list[Problem]
+    out: _Placement, comp: Any, comps: set[str], value: dict, labels: dict[str, set[int]], problems: list[Problem]
 ) -> None:
     """One placement with a ``node_group`` (a name, comma names or a list) into ``out``: the components each group
-    hosts, and the GPU ids a single group's placement needs (or ``all``)."""
+    hosts, and the GPU ids a single group's placement needs (or ``all``). A group that is not in ``labels`` is
+    ``rlinf_group_unknown``; one whose ranks are empty (``node_ranks: ""``) has no Worker: ``rlinf_group_no_workers``
+    (params ``{path, component, group, rlinf}``).
+
+    RLinf 0.3.0 keeps only the node groups that have a node in the cluster (rlinf/scheduler/cluster/node.py, the
+    node probe's ``if len(group_nodes) > 0``), and a placement on any other label fails at start-up
+    (rlinf/scheduler/placement/placement.py ``ComponentPlacement._parse_component_placement``): ``Node group not
+    found for components ['env'] with label "franka".``"""
     ng = value.get("node_group")
     names = ng if isinstance(ng, list) else str(ng or "").split(",")
     names = [str(n).strip() for n in names if str(n).strip()]
+    path = f"cluster.component_placement.{comp}"
     for n in names:
         out.group_components.setdefault(n, set()).update(comps)
-        if n not in labels and n not in RESERVED_LABELS:
-            problems.append(
-                Problem(f"cluster.component_placement.{comp}", "rlinf_group_unknown", {"component": comp, "group": n})
-            )
+        if n in RESERVED_LABELS:
+            continue
+        if n not in labels:
+            problems.append(Problem(path, "rlinf_group_unknown", {"component": comp, "group": n}))
+        elif not labels[n]:
+            components = [c.strip() for c in str(comp).split(",")]
+            rlinf_says = f'Node group not found for components {components} with label "{n}".'
+            params = {"path": f"{path}.node_group", "component": comp, "group": n, "rlinf": rlinf_says}
+            problems.append(Problem(f"{path}.node_group", "rlinf_group_no_workers", params))
     top = _placement_max_rank(value.get("placement", ""))
     if top is not None and len(names) == 1:
         out.group_need[names[0]] = max(out.group_need.get(names[0], 0), top + 1)

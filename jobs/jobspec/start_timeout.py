@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from jobs.jobspec.messages import Problem
+
 MIN_SECONDS = 30
 MAX_SECONDS = 7 * 24 * 3600  # a week
 _TEXT = re.compile(r"^\s*(\d{1,7})\s*([smh]?)\s*$")
@@ -44,3 +46,16 @@ def start_timeout_of(spec: dict) -> int | None:
         return parse(value)
     except ValueError:
         return None
+
+
+def problems(spec: dict) -> list[Problem]:
+    """The validator's ``start_timeout_invalid`` error for a ``spec.startTimeout`` that :func:`parse` refuses."""
+    value = (spec or {}).get("startTimeout")
+    if value in (None, ""):
+        return []
+    try:
+        parse(value)
+    except ValueError:
+        params = {"value": str(value)[:40], "low": MIN_SECONDS, "high": MAX_SECONDS}
+        return [Problem("spec.startTimeout", "start_timeout_invalid", params)]
+    return []

@@ -21,12 +21,21 @@ from clusters.quantity import format_number, parse_quantity
 from clusters.selectors import SelectorError, matcher, parse_selector
 from clusters.system_nodes import is_system_node
 from jobs.jobspec import start_timeout
-from jobs.jobspec.document import API_VERSION, DISPLAY_NAME, KIND, SHM_PATH, display_name, is_extended, pod_spec
+from jobs.jobspec.document import (
+    API_VERSION,
+    DISPLAY_NAME,
+    KIND,
+    SHM_PATH,
+    acknowledged_checks,
+    display_name,
+    is_extended,
+    pod_spec,
+)
 from jobs.jobspec.inventory import Inventory, NodeInfo
 from jobs.jobspec.layout import ROLE_ENV, display_role_of, main_container
 from jobs.jobspec.messages import ERROR, WARNING, Problem
 from jobs.jobspec.naming import head_service_name, task_name
-from jobs.jobspec.rlinf import plan
+from jobs.jobspec.rlinf import ACKNOWLEDGEABLE, plan
 from jobs.jobspec.secret_values import SECRET_NAME, looks_secret_value, script_has_secret
 from storage.services import StorageError, image_host, match_registry
 
@@ -708,17 +717,7 @@ class _Validator:
 
     # --- job-wide -----------------------------------------------------------------------------------------------------
     def common(self, spec: dict) -> None:
-        if spec.get("startTimeout") not in (None, ""):
-            try:
-                start_timeout.parse(spec["startTimeout"])
-            except ValueError:
-                self.add(
-                    "spec.startTimeout",
-                    "start_timeout_invalid",
-                    value=str(spec["startTimeout"])[:40],
-                    low=start_timeout.MIN_SECONDS,
-                    high=start_timeout.MAX_SECONDS,
-                )
+        self.problems += start_timeout.problems(spec)
         domain = spec.get("domain")
         if domain not in (None, "") and str(domain) not in self.inv.domains:
             self.add("spec.domain", "domain_unknown", domain=domain)
@@ -750,9 +749,18 @@ class _Validator:
                 self.add(kpath, "ssh_key_unknown")
 
     def rlinf(self, tasks: list, replicas_by_index: dict[int, int | None], workers: int) -> None:
+        """The attached RLinf config's problems (errors), the plan warnings RLinf refuses (``ACKNOWLEDGEABLE``:
+        errors, warnings once annotation ``rlark.io/acknowledged-checks`` lists the code), then the roles against
+        the plan: Workers = ``cluster.num_nodes``, no template spanning two node-group signatures."""
         result = plan(self.rlinf_config)  # type: ignore[arg-type]
         for p in result.problems:
             self.problems.append(Problem(f"rlinf:{p.path}", p.code, p.params, ERROR, p.key))
+        acknowledged = acknowledged_checks(self.doc)
+        for p in result.warnings:
+            if p.code in ACKNOWLEDGEABLE:
+                ok = p.code in acknowledged
+                key = ACKNOWLEDGEABLE[p.code] if ok else p.key
+                self.problems.append(Problem(f"rlinf:{p.path}", p.code, p.params, WARNING if ok else ERROR, key))
         if not result.num_nodes:
             return
         if workers != result.num_nodes:

@@ -263,7 +263,22 @@ def _page_context(
         "post_url": request.path,
         "lang": lang,
         "more_roles": state.step == 2 and state.active_role < len(state.roles) - 1,
+        "acknowledgeable": _acknowledgeable(state),
     }
+
+
+def _acknowledgeable(state: wz.WizardState) -> list[dict[str, Any]]:
+    """The checks the user may acknowledge on step 1 (``rlinf.ACKNOWLEDGEABLE``), as ``[{code, label, checked}]``:
+    those the attached RLinf config's plan warns about, and those the job already acknowledges."""
+    found = {w.code for w in rlinf.plan(state.rlinf_config).warnings} if state.rlinf_config.strip() else set()
+    labels = {
+        "rlinf_robot_ip_invalid": _(
+            "The run script sets the robot IP addresses (e.g. a Hydra override): submit although RLinf refuses the "
+            "config's robot IPs as they are."
+        )
+    }
+    codes = [c for c in rlinf.ACKNOWLEDGEABLE if c in found or c in state.acknowledged]
+    return [{"code": c, "label": labels.get(c, c), "checked": c in state.acknowledged} for c in codes]
 
 
 def _render(request, context, status=200) -> HttpResponse:

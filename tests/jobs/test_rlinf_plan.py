@@ -108,7 +108,7 @@ def test_placeholder_interpreter_path_is_a_warning_not_an_error():
     result = plan((ALL[0].parent / "emb_realworld_charger_sac_cnn_async.yaml").read_text())
     assert result.valid
     codes = {(w.code, w.params["value"]) for w in result.warnings}
-    assert codes == {("rlinf_placeholder", "/path/to/python")}
+    assert codes == {("rlinf_placeholder", "/path/to/python"), ("rlinf_robot_ip_invalid", "ROBOT_IP")}
     assert "/path/to/python" in result.warnings[0].message("en") and "占位值" in result.warnings[0].message()
     clean = plan("cluster:\n  num_nodes: 1\n  component_placement: {actor: 0-7}\n")
     assert clean.warnings == []

@@ -369,6 +369,7 @@ def test_rlinf_config_checks():
     assert "num_nodes_mismatch" in run(doc, rlinf_config=charger).codes()
     doc["spec"]["tasks"][1]["kubernetes"]["workload"]["replicas"] = 1
     doc["spec"]["tasks"][1]["nodeSelector"] = {"kubernetes.io/hostname": "gpu-1"}
+    doc["metadata"]["annotations"]["rlark.io/acknowledged-checks"] = "rlinf_robot_ip_invalid"  # robot_ip: ROBOT_IP
     result = run(doc, rlinf_config=charger)
     assert result.valid, result.to_dict("en")
     dual = Path("/work/shared/rlinf-configs/emb_realworld_dual_franka_dagger_openpi.yaml").read_text()
@@ -387,6 +388,7 @@ def test_node_ranks_mismatch_when_a_template_spans_two_groups():
     # header (rank 0) + rollout x2 = 3 ranks vs 2 nodes; make rank layout [head x1][rollout x1] -> valid
     doc["spec"]["tasks"][1]["kubernetes"]["workload"]["replicas"] = 1
     doc["spec"]["tasks"][1]["nodeSelector"] = {"kubernetes.io/hostname": "gpu-1"}
+    doc["metadata"]["annotations"]["rlark.io/acknowledged-checks"] = "rlinf_robot_ip_invalid"  # robot_ip: ROBOT_IP
     assert run(doc, rlinf_config=peg).valid
     # a 3-node config with groups [0], [1], [2]: a template with ranks 1-2 spans two groups
     cfg = {

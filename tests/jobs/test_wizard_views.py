@@ -203,10 +203,29 @@ def test_rlinf_import_proposes_a_placeable_two_worker_job(client, admin_user, de
     data.update({"r0-image": "reg.example.com/rlinf:v1", "r1-image": "reg.example.com/rlinf:v1"})
     data.update({"r0-cluster": "local", "r1-cluster": "local", "run_script": "bash run.sh", "step": "3"})
     data["rlinf_config"] = CHARGER.read_text()
+    # The config ships robot_ip: ROBOT_IP, which RLinf refuses: step 1 offers the acknowledgement, unticked.
+    assert 'data-testid="acknowledge-rlinf_robot_ip_invalid"' in html
+    assert data.pop("acknowledged") == "rlinf_robot_ip_invalid"  # the checkbox's value, not ticked
+    assert 'name="acknowledged" value="rlinf_robot_ip_invalid" >' in html
+    html = client.post("/jobs/new/", {**data, "action": "next"}, **HX).content.decode()
+    assert current_step(html) == 1 and banner_codes(html) == ["rlinf_robot_ip_invalid"]
+    assert "cluster.node_groups[1].hardware.configs[0].robot_ip" in html and "ROBOT_IP" in html
+    data["acknowledged"] = "rlinf_robot_ip_invalid"  # the user ticks it
     html = client.post("/jobs/new/", {**data, "action": "next"}, **HX).content.decode()
     assert current_step(html) == 4, banner_codes(html)
+    assert 'data-code="rlinf_robot_ip_invalid"' in html  # still shown among the warnings
     assert client.post("/jobs/new/", {**data, "step": "4", "action": "submit"}, **HX).status_code == 204
     job = Job.objects.get(name="robot-policy-training")
+    assert job.spec["metadata"]["annotations"]["rlark.io/acknowledged-checks"] == "rlinf_robot_ip_invalid"
+    # Editing shows the box ticked; unticking it withdraws the acknowledgement, so the change is refused.
+    html = client.get("/jobs/robot-policy-training/edit/").content.decode()
+    assert 'name="acknowledged" value="rlinf_robot_ip_invalid" checked' in html
+    data = {k: v for k, v in re.findall(r'name="([^"]+)" value="([^"]*)"', html) if not k.startswith("csrf")}
+    assert data.pop("acknowledged") == "rlinf_robot_ip_invalid"
+    data.update({"r0-cluster": "local", "r1-cluster": "local", "rlinf_config": CHARGER.read_text()})
+    data.update({"run_script": "bash run.sh", "step": "4", "action": "submit"})
+    html = client.post("/jobs/robot-policy-training/edit/", data, **HX).content.decode()
+    assert banner_codes(html) == ["rlinf_robot_ip_invalid"]
     tasks = job.spec["spec"]["tasks"]
     assert [(t["name"], t["head"], t["kubernetes"]["workload"]["replicas"]) for t in tasks] == [
         ("4090", True, 1),
