@@ -147,13 +147,14 @@ def failure_of(job, tasks: list, worker_stage: dict[str, tuple[str, tuple[int, s
     if row.restart_count > 0 and not _has_exit_or_error(text):
         previous = _read(job, row.name, previous=True)
         if previous:
-            text, source = previous, "previous"
-            scan = scan_log(previous)
-            last = scan.last_stage
-            stage = last.key if last else "none"
-            first_error = scan.first_error_after(last.line_no if last else 0)
+            text, source, first_error = previous, "previous", None
     if not text:
         source = "none"
+    elif first_error is None:  # the log read here (the previous container's, or the archived copy)
+        scan = scan_log(text)
+        last = scan.last_stage
+        stage = last.key if last else stage
+        first_error = scan.first_error_after(last.line_no if last else 0)
     termination = str((row.container_state or {}).get("message") or "").strip()
     if first_error is None and termination:
         first_error = (0, termination[:KEEP_LINE])
