@@ -14,11 +14,12 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.conftest import ARTIFACTS, E2E_ADMIN_PASSWORD
+from tests.shared_spec import RLINF_CONFIGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
 IMAGE = "registry.example.com/rlinf:v0.3.0-cuda12.4"
-CHARGER = "/work/shared/rlinf-configs/emb_realworld_charger_sac_cnn_async.yaml"
+CHARGER = str(RLINF_CONFIGS / "emb_realworld_charger_sac_cnn_async.yaml")
 
 
 def login(page: Page, server, lang: str = "en") -> None:

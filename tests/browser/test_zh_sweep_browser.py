@@ -22,6 +22,7 @@ import pytest
 from tests.browser import test_diagnosis_browser
 from tests.browser.test_diagnosis_browser import login, set_lang
 from tests.conftest import screenshot_dir
+from tests.shared_spec import SEEDS
 
 seeded = test_diagnosis_browser.seeded  # the fixture: job "demo" with Workers, metrics, TensorBoard events
 
@@ -59,7 +60,6 @@ PAGES = [
     "/admin/storage/storageclass/add/",  # the S3 field labels
 ]
 
-SEEDS = Path("/work/shared/seeds")
 # Terms the Chinese docs keep in English: every English word of the seeds (field names, quoted log lines of the
 # wrapper scripts, commands), plus product and format names and units. Anything else in English on a zh page is
 # an untranslated string.

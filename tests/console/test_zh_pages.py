@@ -20,6 +20,7 @@ import pytest
 
 from jobs.models import Pod
 from tests.jobs.test_metrics import job  # noqa: F401 - the fixture
+from tests.shared_spec import SEEDS
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
@@ -260,7 +261,7 @@ def _zh_catalogs() -> dict[str, list[tuple[str, str]]]:
 def test_one_chinese_word_per_product_term():
     """A Job is 任务 and a robot 机器人 on every page, as in the Chinese docs (the seeds); a Task keeps
     its English name there, so no catalog calls it 子任务 (任务 is the Job)."""
-    seeds = "".join(p.read_text(encoding="utf-8") for p in Path("/work/shared/seeds").glob("*.txt"))
+    seeds = "".join(p.read_text(encoding="utf-8") for p in SEEDS.glob("*.txt"))
     assert seeds.count("任务") > 10 * seeds.count("作业") and "机器人节点类别" in seeds  # the docs' words
     catalogs = _zh_catalogs()
     assert len(catalogs) >= 8

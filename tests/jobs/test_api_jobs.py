@@ -3,8 +3,6 @@ PATCH stop, clone, delete, RLinf plan, localized messages."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 from rest_framework.test import APIClient
@@ -12,6 +10,7 @@ from rest_framework.test import APIClient
 from accounts.models import AuditEvent
 from jobs.jobspec.document import render_yaml
 from jobs.models import Job
+from tests.shared_spec import RLINF_CONFIGS
 from tests.spec_fixtures import INVALID_CODES, SSH_KEY, base_doc, invalid_doc, seed_db
 
 pytestmark = pytest.mark.django_db
@@ -128,7 +127,7 @@ def test_malformed_bodies(api):
 
 
 def test_rlinf_config_attached_checks_num_nodes(api):
-    charger = Path("/work/shared/rlinf-configs/emb_realworld_charger_sac_cnn_async.yaml").read_text()
+    charger = (RLINF_CONFIGS / "emb_realworld_charger_sac_cnn_async.yaml").read_text()
     r = api.post("/api/v1/jobs/validate/", {"document": base_doc(), "rlinf_config": charger}, format="json")
     assert r.status_code == 400 and "num_nodes_mismatch" in codes(r.json())
 
@@ -210,7 +209,7 @@ def test_ssh_keys_must_be_own(api, bob):
 
 
 def test_rlinf_plan_endpoint(api):
-    text = Path("/work/shared/rlinf-configs/emb_realworld_charger_sac_cnn_async.yaml").read_text()
+    text = (RLINF_CONFIGS / "emb_realworld_charger_sac_cnn_async.yaml").read_text()
     r = api.post("/api/v1/rlinf/plan/", text, content_type="application/yaml")
     assert r.status_code == 200
     body = r.json()
@@ -219,7 +218,7 @@ def test_rlinf_plan_endpoint(api):
         ("4090", 1, "0", True),
         ("franka", 1, "1", False),
     ]
-    dual = Path("/work/shared/rlinf-configs/emb_realworld_dual_franka_dagger_openpi.yaml").read_text()
+    dual = (RLINF_CONFIGS / "emb_realworld_dual_franka_dagger_openpi.yaml").read_text()
     body = api.post("/api/v1/rlinf/plan/", dual, content_type="application/yaml").json()
     assert body["valid"] is False and [p["code"] for p in body["problems"]] == ["node_ranks_mismatch"]
     assert api.post("/api/v1/rlinf/plan/", "a: [", content_type="application/yaml").status_code == 400

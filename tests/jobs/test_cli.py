@@ -16,10 +16,11 @@ from accounts.authentication import issue_token
 from jobs.models import Job, Pod
 from rlark_cli.main import main
 from tests.jobs.test_metrics import job  # noqa: F401 - the fixture of the Succeeded-job test
+from tests.shared_spec import RLINF_CONFIGS
 from tests.spec_fixtures import INVALID_CODES, base_doc, invalid_doc, seed_db
 
 pytestmark = pytest.mark.django_db(transaction=True)
-CONFIGS = Path("/work/shared/rlinf-configs")
+CONFIGS = RLINF_CONFIGS
 
 
 @pytest.fixture

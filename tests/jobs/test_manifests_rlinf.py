@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from jobs.jobspec.manifests import build_task_manifests
 from tests.jobs.test_manifests import CLUSTERS, JOB
+from tests.shared_spec import RLINF_CONFIGS
 
-CONFIG = Path("/work/shared/rlinf-configs/emb_realworld_charger_sac_cnn_async.yaml")
+CONFIG = RLINF_CONFIGS / "emb_realworld_charger_sac_cnn_async.yaml"
 CONFIG_TEXT = CONFIG.read_text() if CONFIG.exists() else "cluster:\n  num_nodes: 2\n"
 
 

@@ -7,18 +7,18 @@ All through the API: ``/api/v1/jobs/validate/``, ``/api/v1/jobs/`` and ``/api/v1
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 import yaml
 from rest_framework.test import APIClient
 
 from jobs.models import Job
+from tests.shared_spec import RLINF_CONFIGS
 from tests.spec_fixtures import base_doc, seed_db
 
 pytestmark = pytest.mark.django_db
 
-CONFIGS = Path("/work/shared/rlinf-configs")
+CONFIGS = RLINF_CONFIGS
 ACK = "rlark.io/acknowledged-checks"
 ACK_CODE = "rlinf_robot_ip_invalid"
 HW = "rlinf:cluster.node_groups[1].hardware.configs[0]"

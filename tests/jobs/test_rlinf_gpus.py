@@ -8,15 +8,15 @@ nodes"; a robot group's placement ids number robots, not GPUs; ``all`` says noth
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 import yaml
 
 from jobs.control import wizard as wz
 from jobs.jobspec.rlinf import plan
+from tests.shared_spec import RLINF_CONFIGS
 
-CONFIGS = Path("/work/shared/rlinf-configs")
+CONFIGS = RLINF_CONFIGS
 
 # file -> [(role name, replicas, node ranks, GPUs per Worker or None = unknown, left empty with a warning)]
 EXPECTED = {

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
 from jobs.jobspec.ranks import format_ranks, parse_rank_config
 from jobs.jobspec.rlinf import plan
+from tests.shared_spec import RLINF_CONFIGS
 
-CONFIGS = Path("/work/shared/rlinf-configs")
+CONFIGS = RLINF_CONFIGS
 ALL = sorted(CONFIGS.glob("*.yaml"))
 
 

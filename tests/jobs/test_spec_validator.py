@@ -6,6 +6,7 @@ import pytest
 
 from jobs.jobspec.document import normalize
 from jobs.jobspec.validator import validate
+from tests.shared_spec import RLINF_CONFIGS
 from tests.spec_fixtures import SSH_KEY, base_doc, container, inventory, pod_spec, template
 
 
@@ -362,9 +363,8 @@ def test_shm_volume_is_accepted_and_size_checked():
 
 
 def test_rlinf_config_checks():
-    from pathlib import Path
 
-    charger = Path("/work/shared/rlinf-configs/emb_realworld_charger_sac_cnn_async.yaml").read_text()
+    charger = (RLINF_CONFIGS / "emb_realworld_charger_sac_cnn_async.yaml").read_text()
     doc = base_doc()  # 1 + 2 workers vs num_nodes 2
     assert "num_nodes_mismatch" in run(doc, rlinf_config=charger).codes()
     doc["spec"]["tasks"][1]["kubernetes"]["workload"]["replicas"] = 1
@@ -372,7 +372,7 @@ def test_rlinf_config_checks():
     doc["metadata"]["annotations"]["rlark.io/acknowledged-checks"] = "rlinf_robot_ip_invalid"  # robot_ip: ROBOT_IP
     result = run(doc, rlinf_config=charger)
     assert result.valid, result.to_dict("en")
-    dual = Path("/work/shared/rlinf-configs/emb_realworld_dual_franka_dagger_openpi.yaml").read_text()
+    dual = (RLINF_CONFIGS / "emb_realworld_dual_franka_dagger_openpi.yaml").read_text()
     doc["spec"]["tasks"][1]["kubernetes"]["workload"]["replicas"] = 2
     doc["spec"]["tasks"][1]["nodeSelector"] = {"pool": "rollout"}
     result = run(doc, rlinf_config=dual)
@@ -381,9 +381,8 @@ def test_rlinf_config_checks():
 
 
 def test_node_ranks_mismatch_when_a_template_spans_two_groups():
-    from pathlib import Path
 
-    peg = Path("/work/shared/rlinf-configs/emb_realworld_peginsertion_rlpd_cnn_async.yaml").read_text()
+    peg = (RLINF_CONFIGS / "emb_realworld_peginsertion_rlpd_cnn_async.yaml").read_text()
     doc = base_doc()
     # header (rank 0) + rollout x2 = 3 ranks vs 2 nodes; make rank layout [head x1][rollout x1] -> valid
     doc["spec"]["tasks"][1]["kubernetes"]["workload"]["replicas"] = 1

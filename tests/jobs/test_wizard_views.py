@@ -4,7 +4,6 @@ validator, RLinf import, clone/edit/restart prefill, the live global match count
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -18,8 +17,9 @@ from jobs.jobspec.document import normalize, render_yaml
 from jobs.jobspec.inventory import Inventory
 from jobs.jobspec.validator import validate
 from jobs.models import Job
+from tests.shared_spec import RLINF_CONFIGS
 
-RLINF = Path("/work/shared/rlinf-configs")
+RLINF = RLINF_CONFIGS
 CHARGER = RLINF / "emb_realworld_charger_sac_cnn_async.yaml"
 HX = {"HTTP_HX_REQUEST": "true"}
 
