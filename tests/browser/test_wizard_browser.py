@@ -282,6 +282,15 @@ def test_rlinf_import_in_the_browser(console_server, page, lang):
     expect(page.locator("[data-testid=role-row-0]")).to_have_class(re.compile("is-head"))
     expect(page.locator("[data-testid=role-row-0]")).to_contain_text("1")
     shot(page, f"wizard-rlinf-import-{short}.png")
+    # the charger config's robot_ip is RLinf's placeholder ROBOT_IP: RLinf 0.3.0 refuses it, so the step does too
+    # until the user ticks the acknowledgement
+    ack = page.locator("[data-testid=acknowledge-rlinf_robot_ip_invalid] input")
+    expect(ack).to_be_visible()
+    page.click("[data-testid=next]")
+    at_step(page, 1)
+    expect(page.locator("[data-testid=wizard]")).to_contain_text("ROBOT_IP")
+    shot(page, f"wizard-rlinf-robot-ip-{short}.png")
+    page.locator("[data-testid=acknowledge-rlinf_robot_ip_invalid] input").check()
     page.click("[data-testid=next]")
     at_step(page, 2)
     expect(page.locator("[data-testid=selector-0]")).to_have_value("rlinf.io/node-group=4090")
