@@ -44,6 +44,10 @@ from jobs.observe.worker_script import run_in_worker
 from rlark_console.language import translate
 
 log = logging.getLogger("rlark.checkpoints")
+# On Kubernetes the scan runs inside a running Worker: once the job is stopped no Worker can read the checkpoints
+# again, so the last listing a Worker read is kept this long and shown (with its time) and a resume chooses from it;
+# a stopped job writes nothing, so what was complete stays complete.
+LAST_READ_SECONDS = 7 * 24 * 3600
 CACHE_SECONDS = 10
 MAX_OUTPUT = 512 << 10  # bytes read from the Worker's scan
 TIMEOUT = 30.0  # seconds the Worker's scan may take
@@ -297,6 +301,10 @@ def job_checkpoints(job, *, fresh: bool = False) -> Listing:
     if cached is None:
         result, mapping, reason = _scan(job, directory, [r for r, _run in roots])
         cached = {"result": result, "mapping": mapping, "reason": reason, "asOf": timezone.now().isoformat()}
+        if result is not None:
+            cache.set(key + ":last", cached, LAST_READ_SECONDS)
+        elif reason == "no_worker" and (last := cache.get(key + ":last")) is not None:
+            cached = last  # a stopped job on Kubernetes: its checkpoints as the last read saw them (asOf says when)
         cache.set(key, cached, CACHE_SECONDS)
     listing.as_of = parse_datetime(cached["asOf"])
     if cached["result"] is None:
