@@ -60,13 +60,14 @@ def test_real_failures_are_named_and_missing_ray_nodes_are_listed(real_nodes, re
         ),
         "ktrace": header_only("ktrace", image, run_script=TRACEBACK),
         "kagain": header_only("kagain", image, prepare=CRASH_ONCE),
+        "knoray": header_only("knoray", image, prepare="export PATH=/nonexistent"),
         "kn": nodes,
     }
     for doc in docs.values():
         resp = api.post("/api/v1/jobs/", doc, format="json")
         assert resp.status_code == 201, resp.content
 
-    for name in ("kprep", "ktrace", "kagain"):
+    for name in ("kprep", "ktrace", "kagain", "knoray"):
         job = synced(name, lambda j: j.phase in ("Succeeded", "Failed"), 240, f"{name} to end")
         assert job.phase == "Failed", job.message
 
@@ -83,6 +84,8 @@ def test_real_failures_are_named_and_missing_ray_nodes_are_listed(real_nodes, re
     assert again["pod"] == "kagain-header-0", again
     assert "RuntimeError: boom in the first container" in "\n".join(again["tail"]), again
     assert failure(api, "kprep", "zh-hans")["lastStageLabel"] == "角色准备脚本"
+    noray = failure(api, "knoray")
+    assert noray["exitCode"] == 1 and noray["firstError"]["line"].startswith("Error: Ray CLI is not found."), noray
 
     def two_of_three(job):
         c = get_condition(job.conditions, "RayNodesJoined")
@@ -90,3 +93,7 @@ def test_real_failures_are_named_and_missing_ray_nodes_are_listed(real_nodes, re
 
     job = synced("kn", two_of_three, 240, "Ray nodes 2/3 on real Pods")
     assert job.phase != "Failed", job.message
+    # the Worker that cannot reach the head: named by the Diagnosis with the address it waits for
+    diag = api.get("/api/v1/jobs/kn/diagnosis/", HTTP_ACCEPT_LANGUAGE="en").json()
+    (waiting,) = [f for f in diag["findings"] if f["code"] == "head_unreachable"]
+    assert waiting["pod"] == "kn-rollout-1", diag["findings"]
