@@ -55,12 +55,12 @@ def log_signals(text: str) -> dict[str, Any]:
 
     Returns ``{"runExit": int|None, "rayExit": int|None, "rayReady": bool,
     "clusterCheckFailed": bool, "lastStage": marker line|None, "firstError": line|None, "rayStarted": bool,
-    "rlinfWaiting": [N, k]|None, "rlinfSeen": bool}``
+    "rlinfWaiting": [N, k]|None, "rlinfSeen": bool, "rayAlive": int|None}``
     (the last occurrence of each exit marker counts; ``firstError`` is the first error-looking
     line after the last stage marker, or that marker itself when it is an error; ``rayStarted``: Ray's own
     ``Ray runtime started.`` line, this node joined; ``rlinfWaiting``: RLinf's last ``Waiting for N nodes to be
     ready, currently k nodes available`` while no ``RLinf is running on a cluster`` line followed it; ``rlinfSeen``:
-    the text had either line).
+    the text had either line; ``rayAlive``: the last alive-node count of the head's cluster check).
     """
     return _scan(text)[0]
 
@@ -70,6 +70,7 @@ def _scan(text: str) -> tuple[dict[str, Any], bool]:
     run_exit = ray_exit = None
     ready = check_failed = started = rlinf_seen = False
     rlinf_waiting: list[int] | None = None
+    alive: int | None = None
     last_stage = None
     last_stage_index = -1
     lines = text.splitlines()
@@ -77,6 +78,10 @@ def _scan(text: str) -> tuple[dict[str, Any], bool]:
         stripped = line.strip()
         if RAY_STARTED in stripped:
             started = True
+        if "node" in stripped and (m := CHECK_COUNT.search(stripped) or CHECK_FOUND.search(stripped)):
+            alive = int(m["a"])  # the head's own count (ray_check.py, upstream-rlark 5.2)
+        elif "nodes" in stripped and (m := CHECK_READY.search(stripped)):
+            alive = int(m["a"])
         if "nodes" in stripped and (m := RLINF_WAITING.search(stripped) or RLINF_CLUSTER.search(stripped)):
             rlinf_seen = True
             rlinf_waiting = [int(m["n"]), int(m["k"])] if "k" in m.groupdict() else None
@@ -122,6 +127,7 @@ def _scan(text: str) -> tuple[dict[str, Any], bool]:
         "rayStarted": started,
         "rlinfWaiting": rlinf_waiting,
         "rlinfSeen": rlinf_seen,
+        "rayAlive": alive,
     }
     return signals, last_stage_index >= 0
 
@@ -142,6 +148,7 @@ def merge_signals(old: dict[str, Any], text: str) -> dict[str, Any]:
     merged["rayStarted"] = bool(old.get("rayStarted")) or new["rayStarted"]
     merged["rlinfSeen"] = bool(old.get("rlinfSeen")) or new["rlinfSeen"]
     merged["rlinfWaiting"] = new["rlinfWaiting"] if new["rlinfSeen"] else old.get("rlinfWaiting")
+    merged["rayAlive"] = new["rayAlive"] if new["rayAlive"] is not None else old.get("rayAlive")
     if had_stage or not old.get("firstError"):
         merged["firstError"] = new["firstError"]
     return merged

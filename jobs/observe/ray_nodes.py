@@ -3,7 +3,10 @@ optional start timeout.
 
 Seed 05-troubleshooting-jobs-workers, "Ray 只看到部分节点": "对照 Head ray status 和每个预期 Worker 的连接日志；不要只凭
 Head 的 ready 文本判断集群完整". Each Worker is one Ray node (seed 01), so the count expected is the total of the roles'
-replicas. A Worker has joined when its log holds Ray's own ``Ray runtime started.`` (``ray start`` joined the node:
+replicas. The count is the larger of the Workers that joined by their logs and the Header's own Ray status (the alive
+nodes its cluster check counts, ``ray_check.py``); the names are the Workers whose logs do not show it yet (none
+once the head counts them all). A Worker
+has joined when its log holds Ray's own ``Ray runtime started.`` (``ray start`` joined the node:
 the Header's head or a Worker's node) and its Ray process has not exited since (no ``Ray worker process exited with
 code``); a Pod of an earlier attempt or one that is not Running has not.
 
@@ -77,6 +80,20 @@ def tally_nodes(job: Job, tasks: list[Task], rows: dict[int, dict[str, Pod]]) ->
             w = _signals(row).get("rlinfWaiting") if row is not None else None
             if isinstance(w, list) and len(w) == 2 and waiting is None:
                 waiting = (int(w[0]), int(w[1]))
+    # the Header's own Ray status (its cluster check's alive count) while its Workers' logs have not all been read
+    alive = max(
+        (
+            int(a)
+            for t in tasks
+            if t.head
+            for p in rows.get(t.pk, {}).values()
+            if not stale(job.started_at, p.created_at) and (a := _signals(p).get("rayAlive")) is not None
+        ),
+        default=0,
+    )
+    if alive > joined:
+        joined = min(alive, expected)
+        missing = missing if joined < expected else []
     return RayNodes(joined, expected, missing, waiting)
 
 
