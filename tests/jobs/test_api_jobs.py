@@ -11,17 +11,9 @@ from accounts.models import AuditEvent
 from jobs.jobspec.document import render_yaml
 from jobs.models import Job
 from tests.shared_spec import RLINF_CONFIGS
-from tests.spec_fixtures import INVALID_CODES, SSH_KEY, base_doc, invalid_doc, seed_db
+from tests.spec_fixtures import INVALID_CODES, SSH_KEY, base_doc, invalid_doc
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def api(alice):
-    seed_db(alice)
-    client = APIClient()
-    client.force_authenticate(alice)
-    return client
 
 
 @pytest.fixture

@@ -10,11 +10,10 @@ import copy
 
 import pytest
 import yaml
-from rest_framework.test import APIClient
 
 from jobs.models import Job
 from tests.shared_spec import RLINF_CONFIGS
-from tests.spec_fixtures import base_doc, seed_db
+from tests.spec_fixtures import base_doc
 
 pytestmark = pytest.mark.django_db
 
@@ -42,14 +41,6 @@ VERDICTS = {
     "math_qwen2.5-1.5b-grpo-megatron.yaml": [],
     "sft_qwen3_vl_moe_megatron_sft_vlm.yaml": [],
 }
-
-
-@pytest.fixture
-def api(alice):
-    seed_db(alice)
-    client = APIClient()
-    client.force_authenticate(alice)
-    return client
 
 
 def rlinf_errors(body: dict, key: str = "errors") -> list[tuple[str, str]]:

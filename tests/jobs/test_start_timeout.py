@@ -6,14 +6,13 @@ from __future__ import annotations
 import pytest
 
 from jobs.models import Job
-from tests.jobs.test_api_jobs import api  # noqa: F401 - the fixture
 from tests.spec_fixtures import base_doc
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.mark.parametrize("value", [10, "abc", "15d", True, -60, 8 * 24 * 3600, "9" * 40])
-def test_a_bad_start_timeout_is_refused_in_both_languages(api, value):  # noqa: F811
+def test_a_bad_start_timeout_is_refused_in_both_languages(api, value):
     doc = base_doc()
     doc["spec"]["startTimeout"] = value
     en = api.post("/api/v1/jobs/", doc, format="json", HTTP_ACCEPT_LANGUAGE="en")
@@ -27,7 +26,7 @@ def test_a_bad_start_timeout_is_refused_in_both_languages(api, value):  # noqa: 
 
 
 @pytest.mark.parametrize("value,seconds", [(900, 900), ("15m", 900), ("2h", 7200), ("45s", 45)])
-def test_a_valid_start_timeout_is_kept(api, value, seconds):  # noqa: F811
+def test_a_valid_start_timeout_is_kept(api, value, seconds):
     from jobs.jobspec.start_timeout import start_timeout_of
 
     doc = base_doc()
