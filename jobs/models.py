@@ -77,6 +77,18 @@ class Job(models.Model):
         verbose_name = _("job")
         verbose_name_plural = _("jobs")
 
+    def current_run_id(self) -> str:
+        """The ``RLARK_RUN_ID`` of the job's current run: the UID of its newest Header Pod (rank 0); "" before the
+        Header Pod exists. One query."""
+        pod = (
+            Pod.objects.filter(task__job=self, task__head=True, ordinal=0)
+            .exclude(uid="")
+            .order_by("-created_at", "-id")
+            .only("uid")
+            .first()
+        )
+        return pod.uid if pod is not None else ""
+
     @property
     def spec_section(self) -> dict[str, Any]:
         """The ``spec`` part of the stored ``rlinf.io/v1alpha1`` document (``self.spec`` holds all of it);

@@ -497,16 +497,9 @@ def resume(job: Job, *, directory: str, step: int, from_run: str, run_script: st
 
 def _record_run(job: Job) -> None:
     """Append the attempt that ends to ``job.runs`` (at most :data:`MAX_RUNS`, oldest dropped)."""
-    head = (
-        Pod.objects.filter(task__job=job, task__head=True, ordinal=0)
-        .exclude(uid="")
-        .order_by("-created_at", "-id")
-        .only("uid")
-        .first()
-    )
     entry = {
         "attempt": job.attempt,
-        "runId": head.uid if head is not None else "",
+        "runId": job.current_run_id(),
         "startedAt": job.started_at.isoformat() if job.started_at else None,
         "finishedAt": (job.finished_at or timezone.now()).isoformat(),
         "resumedFrom": str((job.resume or {}).get("dir") or ""),

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import re
 
-from jobs.models import Pod
-
 RUN_ID_ENV = "RLARK_RUN_ID"
 _VARIABLE = re.compile(r"\$(?:\{RLARK_RUN_ID\}|RLARK_RUN_ID(?![A-Za-z0-9_]))")
 
@@ -24,16 +22,8 @@ def uses_run_id(path: str) -> bool:
 
 
 def current_run_id(job) -> str:
-    """The ``RLARK_RUN_ID`` of the job's current run: the UID of its newest Header Pod (rank 0); "" before the
-    Header Pod exists."""
-    pod = (
-        Pod.objects.filter(task__job=job, task__head=True, ordinal=0)
-        .exclude(uid="")
-        .order_by("-created_at", "-id")
-        .only("uid")
-        .first()
-    )
-    return pod.uid if pod is not None else ""
+    """The ``RLARK_RUN_ID`` of the job's current run (``Job.current_run_id``: its newest Header Pod's UID)."""
+    return job.current_run_id()
 
 
 def with_run_id(path: str, run_id: str) -> str:
