@@ -18,25 +18,16 @@ from jobs.control import controller
 from jobs.models import Job
 from jobs.observe.sync import sync_job
 from tests.clusters.test_runcheck_local import demo_document, explain, local  # noqa: F401 - the fixture
+from tests.failure_scripts import PREPARE_EXIT_2, TRACEBACK, crash_once
 
 pytestmark = [pytest.mark.ray, pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]
-
-# An INFO line that holds "failed" comes first: it is routine output, never the first error.
-TRACEBACK = (
-    'python -c "import json, logging; logging.basicConfig(level=logging.INFO); '
-    "logging.info('warm-up request failed, retrying'); json.loads('{')\""
-)
-CRASH_ONCE = (
-    "if [ ! -e /output/first-container ]; then touch /output/first-container; "
-    "python -c \"raise RuntimeError('boom in the first container')\"; fi"
-)
 
 
 def scenarios(out) -> dict[str, dict]:
     """Job name -> the job document of one real failure."""
     docs = {}
     doc = demo_document(out / "prep", rollouts=0)
-    doc["spec"]["tasks"][0]["prepareScript"] = "echo 'cat: /data/robot.yaml: No such file or directory' >&2; exit 2"
+    doc["spec"]["tasks"][0]["prepareScript"] = PREPARE_EXIT_2
     docs["prep"] = doc
     doc = demo_document(out / "noray", rollouts=0)
     doc["spec"]["tasks"][0]["prepareScript"] = "export PATH=/usr/bin:/bin"
@@ -46,7 +37,7 @@ def scenarios(out) -> dict[str, dict]:
     doc["spec"]["tasks"][1]["prepareScript"] = "export RLARK_HEAD_ADDRESS=head.invalid RLARK_HEAD_WAIT_ATTEMPTS=2"
     docs["lost"] = doc
     doc = demo_document(out / "again", run_script="sleep 300", rollouts=0)
-    doc["spec"]["tasks"][0]["prepareScript"] = CRASH_ONCE
+    doc["spec"]["tasks"][0]["prepareScript"] = crash_once("/output")
     docs["again"] = doc
     return docs
 

@@ -18,11 +18,10 @@ from jobs.models import Job
 from jobs.observe.status import get_condition
 from jobs.observe.sync import sync_job
 from tests.clusters.test_runcheck_local import demo_document, explain, local  # noqa: F401 - the fixture
+from tests.failure_scripts import LOST_ONE
 
 pytestmark = [pytest.mark.ray, pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]
 
-# rollout-1 is told a head that does not exist: its Ray node never joins
-LOST_ONE = 'if [ "${POD_NAME##*-}" = 1 ]; then export RLARK_HEAD_ADDRESS=head.invalid RLARK_HEAD_WAIT_ATTEMPTS=2; fi'
 # RLinf's Cluster waiting for cluster.num_nodes = 4 Ray nodes (rlinf.md 3 and 7), with one Worker in the job
 RLINF_WAITS = "while true; do echo 'Waiting for 4 nodes to be ready, currently 1 nodes available.'; sleep 2; done"
 

@@ -12,21 +12,11 @@ import pytest
 from rest_framework.test import APIClient
 
 from jobs.observe.status import get_condition
+from tests.failure_scripts import LOST_ONE, PREPARE_EXIT_2, TRACEBACK, crash_once
 from tests.k8s_nodes.jobs import demo_job
 from tests.k8s_real.jobs import synced
 
 pytestmark = [pytest.mark.k8s_nodes, pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]
-
-TRACEBACK = (
-    'python3 -c "import json, logging; logging.basicConfig(level=logging.INFO); '
-    "logging.info('warm-up request failed, retrying'); json.loads('{')\""
-)
-# The first container crashes in its prepare script; the kubelet restarts it (an emptyDir survives a restart)
-CRASH_ONCE = (
-    "if [ ! -e /scratch/crashed-once ]; then touch /scratch/crashed-once; "
-    "python3 -c \"raise RuntimeError('boom in the first container')\"; fi"
-)
-LOST_ONE = 'if [ "${POD_NAME##*-}" = 1 ]; then export RLARK_HEAD_ADDRESS=head.invalid RLARK_HEAD_WAIT_ATTEMPTS=2; fi'
 
 
 def header_only(name: str, image: str, run_script: str = "sleep 600", prepare: str = "") -> dict:
@@ -55,11 +45,9 @@ def test_real_failures_are_named_and_missing_ray_nodes_are_listed(real_nodes, re
     nodes["spec"]["tasks"][0]["runScript"] = "sleep 600"
     nodes["spec"]["tasks"][1]["prepareScript"] = LOST_ONE
     docs = {
-        "kprep": header_only(
-            "kprep", image, prepare="echo 'cat: /data/robot.yaml: No such file or directory' >&2; exit 2"
-        ),
+        "kprep": header_only("kprep", image, prepare=PREPARE_EXIT_2),
         "ktrace": header_only("ktrace", image, run_script=TRACEBACK),
-        "kagain": header_only("kagain", image, prepare=CRASH_ONCE),
+        "kagain": header_only("kagain", image, prepare=crash_once("/scratch")),
         "knoray": header_only("knoray", image, prepare="export PATH=/nonexistent"),
         "kn": nodes,
     }
