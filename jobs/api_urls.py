@@ -4,7 +4,7 @@ from django.urls import path
 
 from jobs.api import views
 from jobs.api.log_archives import LogArchiveListView, LogArchiveLogView
-from jobs.api.logs import JobLogsView
+from jobs.api.logs import JobLogsView, JobRayLogsView
 
 urlpatterns = [
     path("jobs/", views.JobListView.as_view(), name="api-jobs"),
@@ -15,6 +15,7 @@ urlpatterns = [
     path("jobs/<str:name>/restart/", views.JobActionView.as_view(action="restart"), name="api-job-restart"),
     path("jobs/<str:name>/clone/", views.JobCloneView.as_view(), name="api-job-clone"),
     path("jobs/<str:name>/logs/", JobLogsView.as_view(), name="api-job-logs"),
+    path("jobs/<str:name>/ray-logs/", JobRayLogsView.as_view(), name="api-job-ray-logs"),
     path("rlinf/plan/", views.RLinfPlanView.as_view(), name="api-rlinf-plan"),
     path("log-archives/", LogArchiveListView.as_view(), name="api-log-archives"),
     path("log-archives/<str:archive_id>/logs/", LogArchiveLogView.as_view(), name="api-log-archive-log"),

@@ -293,6 +293,16 @@ class Runtime(abc.ABC):
         """Open an interactive shell (bash, else sh) in the Pod's ``main`` container (or ``container=<name>`` where
         the runtime accepts it, as for :meth:`stream_log`)."""
 
+    def kept_ray_logs_bytes(self, namespace: str, job: str, pod: str) -> int:
+        """Bytes of Ray's own log files (raylet, GCS, ...) the runtime kept of ``pod``'s failed runs, 0 when it
+        keeps none. Only the local runtime keeps them (on Kubernetes they live and go with the container)."""
+        return 0
+
+    def stream_ray_logs(self, namespace: str, job: str, pod: str, max_bytes: int) -> Iterator[bytes]:
+        """Those kept Ray logs as a tar.gz stream, files past ``max_bytes`` (raw) left out and listed. Raises
+        RuntimeFailure(reason="not_found") when none are kept."""
+        raise RuntimeFailure(f"no Ray logs are kept for pod {pod}", "not_found")
+
     def warning_events(self, namespace: str, kind: str, names: list[str]) -> dict[str, list[PodEvent]]:
         """Warning events about the ``kind`` objects (``StatefulSet``, ``PersistentVolumeClaim``) named ``names``:
         ``{name: [PodEvent, ...]}`` newest first, at most 10 each. They explain what has no Pod to show it: a

@@ -1,10 +1,11 @@
 """Kept logs of deleted jobs (``jobs.control.log_archive``).
 
 - ``GET /api/v1/log-archives/``: ``[{"id", "job", "owner", "deletedAt", "expiresAt", "capBytes", "cut": [..],
-  "files": [{"pod", "previous", "bytes"}]}]``, the archives the user may read (staff: all; others: their own
-  jobs'), newest first.
+  "files": [{"pod", "previous", "bytes"}], "rayLogs": [{"pod", "bytes"}]}]``, the archives the user may read
+  (staff: all; others: their own jobs'), newest first.
 - ``GET /api/v1/log-archives/{id}/logs/?pod=POD&previous=false``: the full log as ``text/plain``
-  (attachment ``<job>-<pod>[-previous].log``, streamed). 404 for an archive or Pod the user may not read.
+  (attachment ``<job>-<pod>[-previous].log``, streamed); with ``ray=true`` the Ray logs of the Pod's failed runs
+  (``application/gzip``, ``<job>-<pod>-ray-logs.tar.gz``). 404 for an archive or Pod the user may not read.
 """
 
 from __future__ import annotations
@@ -32,10 +33,24 @@ class LogArchiveListView(APIView):
         return Response([{k: v for k, v in a.items() if k != "ownerId"} for a in visible_archives(request.user)])
 
 
-def archive_response(user, archive_id: str, pod: str, previous: bool):
-    """The streamed full log, or a 404 text response (shared by the API and the page)."""
+def ray_logs_response(path, filename: str) -> StreamingHttpResponse:
+    """A streamed tar.gz of archived Ray logs (shared by the job's and the deleted jobs' endpoints)."""
+    release_connections()  # the stream reads a file: no pooled connection held for its length
+    response = StreamingHttpResponse(log_archive.raw_chunks(path), content_type="application/gzip")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def archive_response(user, archive_id: str, pod: str, previous: bool, ray: bool = False):
+    """The streamed full log (``ray``: the Ray logs' tar.gz), or a 404 text response (shared by the API and the
+    page)."""
     entry = next((a for a in visible_archives(user) if a["id"] == archive_id), None)
     base = log_archive.deleted_dir(archive_id) if entry else None
+    if ray:
+        path = log_archive.find_ray("", pod, base=base) if base and pod else None
+        if path is None:
+            return HttpResponse("no such archived log\n", status=404, content_type="text/plain; charset=utf-8")
+        return ray_logs_response(path, f"{entry['job']}-{pod}-ray-logs.tar.gz")
     path = log_archive.find("", pod, previous, base=base) if base and pod else None
     if path is None or not any(f["pod"] == pod and f["previous"] == previous for f in entry["files"]):
         return HttpResponse("no such archived log\n", status=404, content_type="text/plain; charset=utf-8")
@@ -53,9 +68,11 @@ class LogArchiveLogView(APIView):
         parameters=[
             OpenApiParameter("pod", str, description="Worker (Pod) name"),
             OpenApiParameter("previous", bool, description="the previous container instance"),
+            OpenApiParameter("ray", bool, description="the Ray logs of the Pod's failed runs (tar.gz)"),
         ],
-        responses={(200, "text/plain"): OpenApiTypes.STR},
+        responses={(200, "text/plain"): OpenApiTypes.STR, (200, "application/gzip"): OpenApiTypes.BINARY},
     )
     def get(self, request, archive_id: str):
-        previous = request.query_params.get("previous", "false").lower() in ("1", "true", "yes")
-        return archive_response(request.user, archive_id, request.query_params.get("pod", ""), previous)
+        flag = lambda name: request.query_params.get(name, "false").lower() in ("1", "true", "yes")  # noqa: E731
+        pod = request.query_params.get("pod", "")
+        return archive_response(request.user, archive_id, pod, flag("previous"), ray=flag("ray"))

@@ -15,7 +15,7 @@ finished, the full log kept by the log archive (jobs.control.log_archive) is ser
 
 from __future__ import annotations
 
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.views import APIView
@@ -23,8 +23,10 @@ from rest_framework.views import APIView
 from clusters.runtime.base import PodNotFound, RuntimeFailure
 from jobs import policy
 from jobs.models import Pod
+from jobs.observe import ray_logs
 from jobs.observe.status import DEFAULT_TAIL, MAX_TAIL, read_worker_log, worker_rows
 from rlark_console import ansi
+from rlark_console.db_threads import release_connections
 
 
 def _text(body: str, status: int = 200) -> HttpResponse:
@@ -75,3 +77,27 @@ class JobLogsView(APIView):
             return _text(f"{exc}\n", 404)
         except RuntimeFailure as exc:
             return _text(f"{exc}\n", 404 if exc.reason == "not_found" else 503)
+
+
+class JobRayLogsView(APIView):
+    """``GET /api/v1/jobs/{name}/ray-logs/?pod=POD``: Ray's own log files of the Worker's failed runs as a tar.gz
+    (``application/gzip``, attachment ``<job>-<pod>-ray-logs.tar.gz``); 404 for a job the user may not see, a Pod
+    that is not one of its Workers, or a Worker with none kept (``jobs.observe.ray_logs``)."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("pod", str, description="Worker (Pod) name")],
+        responses={(200, "application/gzip"): OpenApiTypes.BINARY},
+    )
+    def get(self, request, name: str):
+        job = policy.get_job_for(request.user, name)
+        pod = request.query_params.get("pod", "")
+        try:
+            chunks = ray_logs.open_bundle(job, pod)
+        except Pod.DoesNotExist:
+            return _text(f"worker {pod} is not part of job {job.name}\n", 404)
+        except RuntimeFailure as exc:
+            return _text(f"{exc}\n", 404 if exc.reason == "not_found" else 503)
+        release_connections()  # the stream reads files: no pooled connection held for its length
+        response = StreamingHttpResponse(chunks, content_type="application/gzip")
+        response["Content-Disposition"] = f'attachment; filename="{job.name}-{pod}-ray-logs.tar.gz"'
+        return response

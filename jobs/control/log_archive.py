@@ -7,6 +7,8 @@ Layout under ``VAR_DIR/logs`` (directories 0700, files 0600)::
     <job>/<pod>.log.gz              the Pod's last instance, archived when the job stops or ends
     <job>/<pod>.previous.log.gz     the instance before it (a restarted container)
     <job>/history/<pod>.<uid>.<restarts>.log.gz   instances archived earlier (an older attempt)
+    <job>/<pod>.ray.tgz             Ray's own log files of the Pod's failed runs, where the runtime kept them
+                                    (the local runtime: ``clusters.runtime.local.ray_logs``), a tar.gz
     <job>/meta.json                 {"job", "owner", "ownerId", "capBytes", "cut": [file names], "deletedAt"}
     .deleted/<job>-<YYYYmmddHHMMSS>/  the same for a deleted job, until the retention period ends
 
@@ -16,6 +18,8 @@ Rules:
   ``settings.RLARK_LOG_ARCHIVE_MAX_BYTES`` (compressed bytes, default 256 MiB). The header is archived first.
   A log that reaches the cap is cut there, gets the line :data:`CUT_LINE` and is listed in ``cut``; the
   page says so (:func:`cut_files`).
+- The Ray logs of failed runs count against the same cap; files that would pass it are left out of the tar and
+  named in its ``NOT-INCLUDED.txt``.
 - :func:`retire` (Delete) moves the job's archive to ``.deleted/``; :func:`purge_expired` removes those older
   than ``settings.RLARK_LOG_ARCHIVE_RETENTION_DAYS`` (default 30; the beat task ``jobs.tasks.purge_log_archives``).
 - Readers (:func:`find`, :func:`chunks`, :func:`read_tail`) also read an uncompressed archive (a ``.log``
@@ -63,6 +67,20 @@ def path_for(job_name: str, pod: str, previous: bool = False, base: Path | None 
     return (base or job_dir(job_name)) / f"{pod}{'.previous' if previous else ''}.log.gz"
 
 
+RAY_SUFFIX = ".ray.tgz"
+
+
+def ray_path_for(job_name: str, pod: str, base: Path | None = None) -> Path:
+    """Where the tar.gz of ``pod``'s kept Ray logs is archived."""
+    return (base or job_dir(job_name)) / f"{pod}{RAY_SUFFIX}"
+
+
+def find_ray(job_name: str, pod: str, base: Path | None = None) -> Path | None:
+    """The archived Ray logs of ``pod``, None when there are none."""
+    path = ray_path_for(job_name, pod, base)
+    return path if path.is_file() else None
+
+
 def find(job_name: str, pod: str, previous: bool = False, base: Path | None = None) -> Path | None:
     """The archived log of ``pod``, gzip or (older archives) plain ``.log``; None when there is none."""
     path = path_for(job_name, pod, previous, base)
@@ -81,6 +99,13 @@ def _open(path: Path):
 def chunks(path: Path, size: int = CHUNK) -> Iterator[bytes]:
     """The uncompressed bytes of an archived log, in chunks (constant memory)."""
     with _open(path) as fh:
+        while chunk := fh.read(size):
+            yield chunk
+
+
+def raw_chunks(path: Path, size: int = CHUNK) -> Iterator[bytes]:
+    """The bytes of an archived file as stored (the Ray logs' tar.gz stays compressed), in chunks."""
+    with open(path, "rb") as fh:
         while chunk := fh.read(size):
             yield chunk
 
@@ -133,7 +158,7 @@ def cut_files(job_name: str, base: Path | None = None) -> list[str]:
 
 def _used_bytes(base: Path, skip: set[Path]) -> int:
     total = 0
-    for path in base.rglob("*.log*"):
+    for path in [*base.rglob("*.log*"), *base.glob(f"*{RAY_SUFFIX}")]:
         if path.is_file() and path not in skip:
             total += path.stat().st_size
     return total
@@ -187,14 +212,18 @@ def archive_task_logs(job, task) -> None:
     cut = set(meta.get("cut") or [])
     identities = dict(meta.get("identities") or {})
     for pod in task.pods.order_by("ordinal"):
-        for previous in (False, True) if pod.restart_count else (False,):
+        # The previous instance is asked for even when the synced restart count is 0: the kubelet may have
+        # restarted the container since the last sync, and then the failed run's log is the previous one.
+        for previous in (False, True):
             path = path_for(job.name, pod.name, previous)
-            identity = f"{pod.uid}:{pod.restart_count - (1 if previous else 0)}"
+            identity = f"{pod.uid}:{max(pod.restart_count - (1 if previous else 0), 0)}"
             try:
                 source = iter(runtime.stream_log(task.namespace, pod.name, previous=previous))
                 first = next(source, b"")
             except Exception:  # noqa: BLE001 - gone already, or nothing to keep
                 continue
+            if previous and not first:
+                continue  # no previous instance
             _rotate(base, path, pod.name, identity)
             budget = cap - _used_bytes(base, {path})
             if budget <= 1024:
@@ -213,8 +242,31 @@ def archive_task_logs(job, task) -> None:
                 continue
             (cut.add if was_cut else cut.discard)(path.name)
             identities[path.name] = identity
+        _archive_ray_logs(job, task, runtime, pod.name, cap)
     meta.update(cut=sorted(cut), identities=identities)
     _write_meta(base, meta)
+
+
+def _archive_ray_logs(job, task, runtime, pod: str, cap: int) -> None:
+    """Archive the Ray logs the runtime kept of ``pod``'s failed runs (none kept: nothing written, an earlier
+    copy stays), within what the job's cap leaves. Best effort, like the main logs."""
+    try:
+        if runtime.kept_ray_logs_bytes(task.namespace, job.name, pod) <= 0:
+            return
+        path = ray_path_for(job.name, pod)
+        budget = cap - _used_bytes(path.parent, {path})
+        if budget <= 1024:
+            logger.warning("log archive of job %s is full; the Ray logs of %s not archived", job.name, pod)
+            return
+        source = runtime.stream_ray_logs(task.namespace, job.name, pod, max_bytes=budget - 1024)
+        tmp = path.with_name(path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            for chunk in source:
+                out.write(chunk)
+        os.replace(tmp, path)
+    except Exception:  # noqa: BLE001 - gone already, or the runtime stopped answering: keep what we had
+        logger.exception("archiving the Ray logs of %s", pod)
 
 
 def archive_job_logs(job) -> None:
@@ -249,7 +301,8 @@ def forget_job_logs(job_name: str) -> None:
 
 def deleted_archives() -> list[dict[str, Any]]:
     """Archives of deleted jobs still kept: ``[{"id", "job", "owner", "ownerId", "deletedAt", "expiresAt",
-    "capBytes", "cut", "files": [{"pod", "previous", "bytes"}]}]``, newest first."""
+    "capBytes", "cut", "files": [{"pod", "previous", "bytes"}], "rayLogs": [{"pod", "bytes"}]}]``, newest
+    first (``rayLogs``: the archived Ray logs of failed runs, :func:`find_ray`)."""
     out = []
     days = float(settings.RLARK_LOG_ARCHIVE_RETENTION_DAYS)
     for base in sorted((root() / DELETED).glob("*"), reverse=True):
@@ -273,6 +326,10 @@ def deleted_archives() -> list[dict[str, Any]]:
                 "capBytes": meta.get("capBytes"),
                 "cut": cut_files("", base),
                 "files": files,
+                "rayLogs": [
+                    {"pod": p.name.removesuffix(RAY_SUFFIX), "bytes": p.stat().st_size}
+                    for p in sorted(base.glob(f"*{RAY_SUFFIX}"))
+                ],
             }
         )
     return out

@@ -10,7 +10,9 @@ Seed 05-troubleshooting-jobs-workers, "Worker 异常或日志显示进程失败"
   the job's message); a job-wide failure (an image that cannot be pulled) has no Worker.
 - The log is read through the runtime, or the log archive once the Pod is gone
   (``jobs.observe.status.read_worker_log``): the last ``READ_LINES`` lines of the current container and, when the
-  container restarted and its current log shows no exit and no error, of the previous one.
+  current log shows no exit and no error, of the previous one, then of their archived copies (the kubelet may
+  have restarted the container after the last sync, so the synced restart count is not asked).
+- ``rayLogs``: Ray's own files of the Worker's failed runs can be downloaded (local runtime; ``jobs.observe.ray_logs``).
 - ``tail``: the ``TAIL_LINES`` lines up to the exit (the last ``Run script exited with code``, ``Ray worker process
   exited with code`` or ``Error: Ray CLI is not found.`` line), else the log's last ``TAIL_LINES``.
 - ``first_error``: the scan's first error after the last completed stage (``jobs.observe.log_markers``), else the
@@ -26,8 +28,9 @@ from django.utils import translation
 from django.utils.translation import gettext_noop
 
 from clusters.runtime.base import RuntimeFailure
+from jobs.control import log_archive
 from jobs.models import Phase
-from jobs.observe import phases
+from jobs.observe import phases, ray_logs
 from jobs.observe.log_markers import RAY_EXIT, RUN_EXIT, scan_log
 from jobs.observe.status import localized_message, read_worker_log
 from rlark_console.language import translate
@@ -50,7 +53,8 @@ class JobFailure:
     the ``Failed`` condition's reason (``RunScriptFailed``, ``WorkerExited``, ``CrashLoop`` ...); ``stage`` the
     last completed stage's key (``jobs.explain.diagnosis.STAGE_TEXT``); ``exit_code`` None when unknown;
     ``first_error`` ``(line_no, line)`` (line 0: the termination message); ``tail`` the lines before the exit;
-    ``source`` ``current`` | ``previous`` | ``none`` (which container's log ``tail`` comes from)."""
+    ``source`` ``current`` | ``previous`` | ``none`` (which container's log ``tail`` comes from); ``ray_logs``: Ray's
+    own log files of the Worker's failed runs can be downloaded (``jobs.observe.ray_logs``)."""
 
     reason: str
     message: str
@@ -62,6 +66,7 @@ class JobFailure:
     first_error: tuple[int, str] | None = None
     tail: list[str] = field(default_factory=list)
     source: str = "none"
+    ray_logs: bool = False
 
     def to_dict(self, lang: str, stage_label: str, advice: str) -> dict[str, Any]:
         """The API's ``failure`` object in ``lang``; ``stage_label``/``advice``: the Diagnosis's texts of ``stage``."""
@@ -81,6 +86,7 @@ class JobFailure:
             "tail": self.tail,
             "previous": self.source == "previous",
             "source": translate(SOURCE_TEXT[self.source], lang),
+            "rayLogs": self.ray_logs,
         }
 
 
@@ -128,6 +134,36 @@ def _read(job, pod: str, previous: bool) -> str:
         return ""
 
 
+def _archived(job, pod: str, previous: bool) -> str:
+    path = log_archive.find(job.name, pod, previous)
+    try:
+        return log_archive.read_tail(path, READ_LINES) if path is not None else ""
+    except OSError:
+        return ""
+
+
+def _failed_log(job, pod: str) -> tuple[str, str]:
+    """``(text, source)`` of the container run that failed: the first of the current log, the previous one, then
+    their archived copies, that shows an exit or an error. The kubelet may restart the container (and the
+    runtime may be stopping the Pod) between the sync that saw the exit and this read, so the synced restart
+    count is not asked. Nothing shows one: the current log (the previous one when the current is empty)."""
+    current = _read(job, pod, previous=False)
+    reads = (
+        (lambda: current, "current"),
+        (lambda: _read(job, pod, previous=True), "previous"),
+        (lambda: _archived(job, pod, previous=False), "current"),
+        (lambda: _archived(job, pod, previous=True), "previous"),
+    )
+    fallback = (current, "current")
+    for read, source in reads:
+        text = read()
+        if text and _has_exit_or_error(text):
+            return text, source
+        if text and not fallback[0]:
+            fallback = (text, source)
+    return fallback
+
+
 def _has_exit_or_error(text: str) -> bool:
     scan = scan_log(text)
     return scan.first_error is not None or any(_is_exit(line) for line in text.splitlines()[-READ_LINES:])
@@ -143,11 +179,9 @@ def failure_of(job, tasks: list, worker_stage: dict[str, tuple[str, tuple[int, s
         return JobFailure(reason=_failed_reason(job), message=job.message)
     task, row, failure = named
     stage, first_error = worker_stage.get(row.name, ("none", None))
-    text, source = _read(job, row.name, previous=False), "current"
-    if row.restart_count > 0 and not _has_exit_or_error(text):
-        previous = _read(job, row.name, previous=True)
-        if previous:
-            text, source, first_error = previous, "previous", None
+    text, source = _failed_log(job, row.name)
+    if source == "previous":
+        first_error = None  # the Diagnosis read the current container's log
     if not text:
         source = "none"
     elif first_error is None:  # the log read here (the previous container's, or the archived copy)
@@ -169,6 +203,7 @@ def failure_of(job, tasks: list, worker_stage: dict[str, tuple[str, tuple[int, s
         first_error=first_error,
         tail=tail_before_exit(text.splitlines()),
         source=source,
+        ray_logs=ray_logs.available(job, row.name),
     )
 
 

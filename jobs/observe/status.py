@@ -174,7 +174,7 @@ def read_worker_log(job: Job, pod_name: str, tail: int | None = DEFAULT_TAIL, pr
     is not one of this job's Workers, :class:`PodNotFound` when neither the runtime nor the
     archive has its log, :class:`RuntimeFailure` for other runtime failures.
     """
-    task = _task_of_pod(job, pod_name)
+    task = task_of_pod(job, pod_name)
     try:
         return registry.runtime_for(task.cluster).read_log(task.namespace, pod_name, tail_lines=tail, previous=previous)
     except RuntimeFailure as exc:
@@ -240,7 +240,7 @@ def head_and_tail(stream) -> str:
     return "\n".join([*head, *gap, *tail])
 
 
-def _task_of_pod(job: Job, pod_name: str) -> Task:
+def task_of_pod(job: Job, pod_name: str) -> Task:
     """The Task of ``pod_name``: a synced Pod row, else ``<task>-<ordinal>`` of an expected replica."""
     pod = Pod.objects.filter(task__job=job, name=pod_name).select_related("task__cluster").first()
     if pod is not None:

@@ -29,6 +29,8 @@ def archive_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def archive_download(request: HttpRequest, archive_id: str) -> HttpResponse:
-    """``/log-archives/<id>/download/?pod=&previous=``: one Worker's full log (attachment)."""
+    """``/log-archives/<id>/download/?pod=&previous=&ray=``: one Worker's full log, or (``ray=1``) the Ray logs of
+    its failed runs (attachment)."""
     previous = request.GET.get("previous", "") in ("1", "true")
-    return archive_response(request.user, archive_id, request.GET.get("pod", ""), previous)
+    ray = request.GET.get("ray", "") in ("1", "true")
+    return archive_response(request.user, archive_id, request.GET.get("pod", ""), previous, ray=ray)

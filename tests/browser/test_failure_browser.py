@@ -4,12 +4,15 @@ zh and en screenshots."""
 
 from __future__ import annotations
 
+import io
+import tarfile
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from jobs.control import log_archive
 from jobs.models import Job, Pod, Task
 from jobs.observe.status import log_archive_path
 from tests.browser.test_diagnosis_browser import _seed_cluster, login, set_lang
@@ -27,6 +30,7 @@ BROKE_LOG = (
     "INFO:root:warm-up request failed, retrying\n"
     "cat: /data/robot.yaml: No such file or directory\n"
 )
+RAYLET = b"raylet: failed to register with the GCS\n"
 SIGNALS = {"lastStage": "Executing prepare script...", "firstError": "cat: /data/robot.yaml: No such file or directory"}
 
 
@@ -63,6 +67,12 @@ def seeded(admin_user, tmp_path, settings):
     path = log_archive_path("broke", "broke-header-0")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(BROKE_LOG)
+    ray = io.BytesIO()
+    with tarfile.open(fileobj=ray, mode="w:gz") as tar:
+        info = tarfile.TarInfo("broke-header-0/run-1/session_1/raylet.out")
+        info.size = len(RAYLET)
+        tar.addfile(info, io.BytesIO(RAYLET))
+    log_archive.ray_path_for("broke", "broke-header-0").write_bytes(ray.getvalue())
     nodes = Job.objects.create(
         name="nodes",
         owner=admin_user,
@@ -99,6 +109,10 @@ def test_why_a_job_failed_and_which_ray_nodes_are_missing(page, live_server, cli
         expect(card.locator("[data-testid=failure-first-error]")).to_contain_text("No such file or directory")
         expect(card.locator("[data-testid=failure-tail]")).to_contain_text("warm-up request failed")
         expect(page.locator("[data-testid=no-findings]")).to_have_count(0)
+        with page.expect_download() as download:
+            card.locator("[data-testid=failure-ray-logs]").click()
+        with tarfile.open(download.value.path(), mode="r:gz") as tar:
+            assert tar.extractfile("broke-header-0/run-1/session_1/raylet.out").read() == RAYLET
         page.click("[data-testid=failure-log-link]")
         expect(page).to_have_url(f"{live_server.url}/jobs/broke/?tab=logs&pod=broke-header-0")
         page.goto(f"{live_server.url}/jobs/broke/diagnosis/")

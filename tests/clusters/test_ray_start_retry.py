@@ -10,7 +10,9 @@ of its run are kept until the job is deleted.
 from __future__ import annotations
 
 import contextlib
+import io
 import shutil
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -84,6 +86,10 @@ def test_a_failed_ray_start_is_started_again_and_a_stop_is_not(tmp_path, fail_on
         # the run that ended with 143 keeps its Ray logs (raylet.out and the rest) until the job is deleted
         kept = root / "ray-logs" / "c1" / "slow" / "slow-rollout-0"
         wait_for(lambda: list(kept.glob("run-*/session_*/raylet.out")), 60, what="the kept Ray logs")
+        assert rt.kept_ray_logs_bytes("rlark-system", "slow", "slow-rollout-0") > 0
+        bundle = b"".join(rt.stream_ray_logs("rlark-system", "slow", "slow-rollout-0", max_bytes=64 << 20))
+        with tarfile.open(fileobj=io.BytesIO(bundle), mode="r:gz") as tar:
+            assert any(m.name.endswith("/raylet.out") for m in tar.getmembers())  # what the log archive keeps
         for task in ("slow-header", "slow-rollout"):
             rt.delete_task("rlark-system", task)
         wait_for(lambda: not (root / "ray-logs" / "c1" / "slow").exists(), 60, what="the kept logs deleted")

@@ -5,7 +5,9 @@ retention period ends. Against the real local runtime (supervisor process, Worke
 from __future__ import annotations
 
 import gzip
+import io
 import os
+import tarfile
 from datetime import timedelta
 
 import pytest
@@ -123,6 +125,27 @@ def test_full_head_log_downloadable_after_stop_and_after_delete(local, alice, bo
     assert owner.get("/api/v1/log-archives/").json() == []
 
 
+def test_a_restart_the_sync_has_not_seen_yet_keeps_the_failed_runs_log(local, alice):
+    """The kubelet (here the local runtime, 0 s first back-off) restarts a failed container before the sync
+    records the restart: the archive still keeps the failed instance's log, and it is the one read."""
+    rt, cluster = local
+    script = (
+        "if [ -e first-run-done ]; then echo second-instance; trap 'exit 0' TERM; sleep 600 & wait; fi; "
+        "touch first-run-done; echo 'cat: /data/robot.yaml: No such file or directory' >&2; exit 2"
+    )
+    job = start_job(rt, cluster, alice, "raced", script)
+    wait_for(lambda: rt.list_pods("rlark-system", "raced")[0].container.restart_count >= 1, 20, what="restart")
+    wait_for(lambda: "second-instance" in rt.read_log("rlark-system", "raced-header-0", tail_lines=5), 20, what="log")
+    task = job.tasks.get()
+    assert task.pods.get().restart_count == 0  # the sync has not seen the restart
+    log_archive.archive_task_logs(job, task)
+    rt.scale_task("rlark-system", task.name, 0)
+    wait_for(lambda: not rt.list_pods("rlark-system", "raced"), 15, what="pod gone")
+    assert "second-instance" in read_worker_log(job, "raced-header-0", tail=None)
+    previous = read_worker_log(job, "raced-header-0", tail=None, previous=True)
+    assert "cat: /data/robot.yaml: No such file or directory" in previous and "second-instance" not in previous
+
+
 def test_cap_cuts_the_archive_and_the_page_says_so(local, alice, settings):
     rt, cluster = local
     script = (
@@ -191,3 +214,70 @@ def test_admin_sets_a_jobs_log_archive_cap(admin_user, alice, client):
     assert job.phase == "Running" and job.name == "capme"  # nothing else changed
     client.force_login(alice)  # not staff: no back office
     assert client.get(url).status_code == 302
+
+
+RAY_SESSION = "/tmp/ray/session_2026-12-06_00-00-00_000000_1/logs"
+
+
+def test_ray_logs_of_a_failed_run_are_kept_archived_and_downloadable_after_delete(local, alice, bob):
+    """A Worker whose run fails leaves Ray's own files (here written where Ray writes them, the Worker's private
+    /tmp/ray/session_*/logs); they are downloadable while the job exists, archived at Stop, and kept after
+    Delete for the retention period, only for their owner."""
+    rt, cluster = local
+    script = (
+        "if [ -e first-run-done ]; then trap 'exit 0' TERM; sleep 600 & wait; fi; touch first-run-done; "
+        f"mkdir -p {RAY_SESSION} && "
+        f"echo 'raylet: failed to connect to the GCS at 10.0.0.9:6379' > {RAY_SESSION}/raylet.out; "
+        "echo 'ray start failed' >&2; exit 1"
+    )
+    job = start_job(rt, cluster, alice, "rayfail", script)
+    wait_for(lambda: rt.kept_ray_logs_bytes("rlark-system", "rayfail", "rayfail-header-0") > 0, 20, what="kept")
+    owner, other = Client(), Client()
+    owner.force_login(alice)
+    other.force_login(bob)
+
+    def members(body: bytes) -> dict[str, bytes]:
+        with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
+            return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+    url = "/api/v1/jobs/rayfail/ray-logs/?pod=rayfail-header-0"
+    resp = owner.get(url)
+    assert resp.status_code == 200 and resp["Content-Type"] == "application/gzip"
+    files = members(b"".join(resp.streaming_content))
+    raylet = next(v for k, v in files.items() if k.endswith("/raylet.out"))
+    assert b"failed to connect to the GCS" in raylet and all(k.startswith("rayfail-header-0/run-") for k in files)
+    assert other.get(url).status_code == 404  # not bob's job
+    assert owner.get("/api/v1/jobs/rayfail/ray-logs/?pod=someone-else-0").status_code == 404
+
+    # Stop: archived with the logs; after Delete the log archive lists and serves them
+    task = job.tasks.get()
+    log_archive.archive_task_logs(job, task)
+    assert log_archive.find_ray("rayfail", "rayfail-header-0") is not None
+    rt.scale_task("rlark-system", task.name, 0)
+    controller.delete(job)
+    wait_for(lambda: rt.kept_ray_logs_bytes("rlark-system", "rayfail", "rayfail-header-0") == 0, 30, what="gone")
+    entry = owner.get("/api/v1/log-archives/").json()[0]
+    assert [r["pod"] for r in entry["rayLogs"]] == ["rayfail-header-0"]
+    resp = owner.get(f"/api/v1/log-archives/{entry['id']}/logs/?pod=rayfail-header-0&ray=true")
+    assert resp.status_code == 200 and resp["Content-Disposition"].endswith('rayfail-rayfail-header-0-ray-logs.tar.gz"')
+    assert members(b"".join(resp.streaming_content)) == files
+    page = owner.get("/log-archives/").content.decode()
+    assert 'data-testid="log-archive-ray"' in page
+    assert other.get(f"/log-archives/{entry['id']}/download/?pod=rayfail-header-0&ray=1").status_code == 404
+
+
+def test_a_bundle_over_the_cap_leaves_files_out_and_says_which(local, alice):
+    rt, cluster = local
+    script = (
+        f"mkdir -p {RAY_SESSION} && head -c 300000 /dev/urandom > {RAY_SESSION}/gcs_server.out && "
+        f"echo small > {RAY_SESSION}/raylet.out; exit 1"
+    )
+    start_job(rt, cluster, alice, "raybig", script)
+    wait_for(lambda: rt.kept_ray_logs_bytes("rlark-system", "raybig", "raybig-header-0") > 0, 20, what="kept")
+    body = b"".join(rt.stream_ray_logs("rlark-system", "raybig", "raybig-header-0", max_bytes=100_000))
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
+        names = {m.name.rsplit("/", 1)[-1]: m for m in tar.getmembers()}
+        left_out = tar.extractfile(names["NOT-INCLUDED.txt"]).read().decode()
+    assert "raylet.out" in names and "gcs_server.out" not in names
+    assert "gcs_server.out\t300000" in left_out
+    rt.delete_task("rlark-system", "raybig-header")

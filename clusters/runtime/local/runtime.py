@@ -43,7 +43,7 @@ from clusters.runtime.base import (
     StorageClassInfo,
     TaskManifest,
 )
-from clusters.runtime.local import launcher
+from clusters.runtime.local import launcher, ray_logs
 from clusters.runtime.local.scheduling import parse_quantity
 from clusters.runtime.local.statedir import pod_dir, socket_path
 
@@ -275,6 +275,14 @@ class LocalRuntime(Runtime):
                     yield chunk
 
         return chunks()
+
+    def kept_ray_logs_bytes(self, namespace: str, job: str, pod: str) -> int:
+        return ray_logs.kept_bytes(self.root, self.name, job, pod)
+
+    def stream_ray_logs(self, namespace: str, job: str, pod: str, max_bytes: int) -> Iterator[bytes]:
+        if not ray_logs.kept_files(self.root, self.name, job, pod):
+            raise RuntimeFailure(f"no Ray logs are kept for pod {pod}", "not_found")
+        return ray_logs.bundle(self.root, self.name, job, pod, max_bytes)
 
     def exec(self, namespace: str, pod: str, command: list[str] | None = None) -> LocalExecStream:
         """A process in the Worker's namespaces. A Worker that started a moment ago (its namespaces not set up
