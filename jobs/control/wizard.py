@@ -157,6 +157,7 @@ class WizardState:
     ssh_keys: list[str] = field(default_factory=list)
     run_script: str = DEFAULT_RUN_SCRIPT
     tensorboard_dir: str = ""
+    checkpoint_dir: str = ""  # Header's checkpointDir; empty: the attached RLinf config's (jobs.jobspec.checkpoints)
     rlinf_config: str = ""  # attached RLinf YAML text (validated against the layout)
     step: int = 1
     active_role: int = 0
@@ -258,6 +259,7 @@ _MANAGED_TASK_KEYS = (
     "prepareScript",
     "runScript",
     "tensorBoardDir",
+    "checkpointDir",
 )
 _MANAGED_CONTAINER_KEYS = ("name", "image", "env", "resources", "volumeMounts")
 
@@ -423,6 +425,8 @@ def role_template(state: WizardState, index: int) -> dict[str, Any]:
         task["runScript"] = state.run_script
         if state.tensorboard_dir.strip():
             task["tensorBoardDir"] = state.tensorboard_dir.strip()
+        if state.checkpoint_dir.strip():
+            task["checkpointDir"] = state.checkpoint_dir.strip()
     task["kubernetes"] = {"workload": workload}
     return _merge_base(role.base, task) if role.base else task
 
@@ -574,6 +578,7 @@ def from_document(document: Mapping, *, infer_cluster=None) -> WizardState:
             header = i
             state.run_script = _str(t.get("runScript"))
             state.tensorboard_dir = _str(t.get("tensorBoardDir"))
+            state.checkpoint_dir = _str(t.get("checkpointDir"))
     state.header = header or 0
     return state
 
@@ -622,6 +627,7 @@ def from_post(data) -> WizardState:
         ssh_keys=[k for k in getlist("ssh_keys") if k],
         run_script=_get(data, "run_script").replace("\r\n", "\n"),
         tensorboard_dir=_get(data, "tensorboard_dir"),
+        checkpoint_dir=_get(data, "checkpoint_dir"),
         rlinf_config=_get(data, "rlinf_config").replace("\r\n", "\n"),
         step=min(max(_int(data.get("step"), 1), 1), 4),
         active_role=_int(data.get("active_role"), 0),
@@ -687,7 +693,7 @@ _STEP1_CODES = {
 }
 _STEP3_CODES = {"run_script_missing", "run_script_not_on_header", "domain_unknown", "ssh_key_unknown"}
 _STEP1_PATH = re.compile(r"spec\.tasks(\[\d+\]\.(name|head))?")
-_STEP3_FIELDS = ("runScript", "tensorBoardDir", "domain", "sshPublicKey")
+_STEP3_FIELDS = ("runScript", "tensorBoardDir", "checkpointDir", "domain", "sshPublicKey")
 
 
 def task_index(path: str) -> int | None:

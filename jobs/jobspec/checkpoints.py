@@ -29,6 +29,7 @@ import re
 import shlex
 from typing import Any
 
+from jobs.jobspec.messages import WARNING, Problem
 from jobs.jobspec.rlinf import load_config
 
 FIELD = "checkpointDir"
@@ -111,6 +112,25 @@ def checkpoint_dir(spec: dict, rlinf_config: str) -> tuple[str, str]:
         return value.rstrip("/") or "/", "template"
     derived = config_checkpoint_dir(rlinf_config)
     return (derived, "rlinf") if derived else ("", "")
+
+
+def problems(spec: dict) -> list[Problem]:
+    """The validator's findings on ``checkpointDir``: ``checkpoint_dir_invalid`` (error) for a value that is not an
+    absolute container path of at most :data:`MAX_PATH_CHARS` characters on one line, and
+    ``checkpoint_dir_not_on_header`` (warning) on a template that is not the Header (only the Header's is read)."""
+    out: list[Problem] = []
+    templates = (spec or {}).get("tasks") or []
+    for i, t in enumerate(templates if isinstance(templates, list) else []):
+        value = t.get(FIELD) if isinstance(t, dict) else None
+        if value in (None, ""):
+            continue
+        path = f"spec.tasks[{i}].{FIELD}"
+        text = value if isinstance(value, str) else ""
+        if not text.startswith("/") or len(text) > MAX_PATH_CHARS or any(c in text for c in "\0\n\r"):
+            out.append(Problem(path, "checkpoint_dir_invalid", {"value": str(value)[:80], "max": MAX_PATH_CHARS}))
+        elif t.get("head") is not True:
+            out.append(Problem(path, "checkpoint_dir_not_on_header", {"role": str(t.get("name") or i)}, WARNING))
+    return out
 
 
 def step_of(name: str) -> int | None:

@@ -162,6 +162,13 @@ MESSAGES: dict[str, str] = {
         "{where} looks like it contains a password, token or private key; use an approved secret store, not the job."
     ),
     "domain_unknown": gettext_noop("The network domain {domain} does not exist."),
+    "checkpoint_dir_invalid": gettext_noop(
+        "checkpointDir {value} is not valid: give an absolute container path (starting with /) of at most {max}"
+        " characters."
+    ),
+    "checkpoint_dir_not_on_header": gettext_noop(
+        "Role {role}: checkpointDir is read from the Header only; set it on the Header role."
+    ),
     "start_timeout_invalid": gettext_noop(
         "startTimeout {value} is not valid: give whole seconds from {low} to {high}, or digits with s, m or h"
         " (900, 15m, 2h)."

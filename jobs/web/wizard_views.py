@@ -36,6 +36,7 @@ from jobs.control import submission
 from jobs.control import wizard as wz
 from jobs.control.submission import check_document, clone_document
 from jobs.jobspec import rlinf
+from jobs.jobspec.checkpoints import config_checkpoint_dir
 from jobs.jobspec.document import parse_text, pod_spec, render_yaml
 from jobs.models import Job
 from rlark_console import language
@@ -230,6 +231,7 @@ def _page_context(
     error_steps = sorted({e["step"] for e in (errors or [])})
     return {
         "state": state,
+        "rlinf_checkpoint_dir": config_checkpoint_dir(state.rlinf_config),
         "mode": mode,
         "job": job,
         "eyebrow": titles[0],

@@ -97,6 +97,7 @@ def step2(page: Page) -> None:
 def step3(page: Page) -> None:
     page.fill("[data-testid=run-script]", "python -m rlinf.run --config /mnt/config/train.yaml")
     page.fill("[data-testid=tensorboard-dir]", "/data/tensorboard/train")
+    page.fill("[data-testid=checkpoint-dir]", "/data/results/train/checkpoints")
     page.click("[data-testid=next]")
     at_step(page, 4)
 
@@ -236,6 +237,11 @@ def test_step3_common_config(console_server, page):
     page.click("[data-testid=next]")
     at_step(page, 3)
     expect(page.locator("[data-testid=wizard-errors]")).to_contain_text("Enter a run command.")
+    page.fill("[data-testid=run-script]", "python -m rlinf.run")
+    page.fill("[data-testid=checkpoint-dir]", "results/checkpoints")
+    page.click("[data-testid=next]")
+    at_step(page, 3)
+    expect(page.locator("[data-testid=wizard-errors]")).to_contain_text("give an absolute container path")
     step3(page)
 
 
@@ -262,6 +268,7 @@ def test_step4_preview_submit_equals_stored_yaml(console_server, page, lang):
     preview = page.locator("[data-testid=yaml-preview]").text_content()
     assert f"name: {name}" in preview and "rlinf.io/device-franka: 1" in preview
     assert "sizeLimit: 2Gi" in preview and "cpu: 4" in preview
+    assert "checkpointDir: /data/results/train/checkpoints" in preview
     shot(page, f"wizard-step4-{short}.png")
     page.click("[data-testid=submit]")
     page.wait_for_url(re.compile(rf".*/jobs/{name}/$"))

@@ -42,6 +42,7 @@ def fields(state: wz.WizardState) -> dict:
         "role_count": len(state.roles),
         "run_script": state.run_script,
         "tensorboard_dir": state.tensorboard_dir,
+        "checkpoint_dir": state.checkpoint_dir,
         "domain": state.domain,
         "rlinf_config": state.rlinf_config,
         "ssh_keys": state.ssh_keys,
@@ -452,3 +453,32 @@ def test_demo_template_proposes_a_free_job_name(client, admin_user, demo):
     Job.objects.create(name="cartpole-demo-2", owner=admin_user, spec={})
     html = client.get("/jobs/new/?type=Demo").content.decode()
     assert 'value="cartpole-demo-3"' in html
+
+
+@pytest.mark.django_db
+def test_checkpoint_dir_beside_the_tensorboard_dir(client, admin_user, demo):
+    """The common step has a checkpoint directory: written on the Header as checkpointDir, loaded on edit, filled
+    from an attached RLinf config whose log path is absolute, and a relative one is refused in both languages."""
+    client.force_login(admin_user)
+    state = rl_state()
+    state.step = 3
+    state.checkpoint_dir = "checkpoints"  # not a container path
+    for lang, words in (("en", "is not valid: give an absolute container path"), ("zh-hans", "绝对路径")):
+        client.cookies["django_language"] = lang
+        html = post(client, state, "next").content.decode()
+        assert current_step(html) == 3 and banner_codes(html) == ["checkpoint_dir_invalid"] and words in html
+    state.checkpoint_dir = "/data/results/ppo/checkpoints"
+    state.step = 4
+    assert post(client, state, "submit").status_code == 204
+    header = Job.objects.get(name="ppo-demo").spec["spec"]["tasks"][0]
+    assert header["head"] is True and header["checkpointDir"] == "/data/results/ppo/checkpoints"
+    html = client.get("/jobs/ppo-demo/edit/").content.decode()
+    assert 'name="checkpoint_dir" value="/data/results/ppo/checkpoints"' in html
+
+    # an attached RLinf config (embodied layout: runner.logger.log_path/experiment_name/checkpoints) fills it
+    config = CHARGER.read_text().replace('log_path: "../results"', 'log_path: "/mnt/results"')
+    fresh = rl_state()
+    fresh.name, fresh.step, fresh.rlinf_config = "ppo-two", 3, config
+    html = post(client, fresh, "").content.decode()
+    assert 'name="checkpoint_dir" value="/mnt/results/sac_mlp/checkpoints"' in html
+    assert "/mnt/results/sac_mlp/checkpoints" in html.split('data-testid="checkpoint-dir-hint"')[1][:300]
