@@ -122,8 +122,15 @@ class Tier:
 
 
 def daphne_workers(proc: subprocess.Popen) -> set[int]:
-    """PIDs of the daphne processes under ``serve_web``."""
-    return {c.pid for c in psutil.Process(proc.pid).children(recursive=True) if "daphne" in " ".join(c.cmdline())}
+    """PIDs of the live daphne processes under ``serve_web`` (a worker just killed, a zombie until reaped, is none)."""
+    pids = set()
+    for child in psutil.Process(proc.pid).children(recursive=True):
+        try:
+            if "daphne" in " ".join(child.cmdline()) and child.status() != psutil.STATUS_ZOMBIE:
+                pids.add(child.pid)
+        except psutil.Error:  # gone, or a zombie whose cmdline can no longer be read
+            continue
+    return pids
 
 
 def login(base: str) -> str:
