@@ -14,6 +14,7 @@ import pytest
 from clusters import tracking_secret
 from clusters.runtime.local import tracking
 from clusters.runtime.local.supervision import Supervisor
+from jobs.observe.log_markers import ScanState
 from tests.clusters.test_local_runtime_support import SupervisorProcess, manifest, nodes_spec, wait_for
 
 WANDB_KEY = "local-wandb-key-5b1f0c2d9e8a7b6c5d4e3f2a1b0c9d8e"
@@ -115,6 +116,11 @@ def test_a_real_worker_receives_the_keys_and_nothing_else_holds_them(tmp_path):
         seen = json.loads(log.split("TRACKING-SEEN ", 1)[1].splitlines()[0])
         want = {k: hashlib.sha256(v.encode()).hexdigest() for k, v in VALUES.items()}
         assert len(seen) == 2 and all(s == want for s in seen), seen  # the Header's node and the Worker's
+        links = ScanState().feed(log).links  # the Header's real log, as the per-Pod log scan reads it
+        assert links == {
+            "wandb": ["https://wandb.ai/team/rlinf/runs/abc123"],
+            "swanlab": ["https://swanlab.cn/@alice/rlinf/runs/xyz789"],
+        }
         texts = [(root / "state.json").read_text(), log, _log(root, "trk-worker-0")]
         texts += [json.dumps(rt.pod_info(p).get("env") or {}) for p in ("trk-header-0", "trk-worker-0")]
         for text in texts:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+from types import SimpleNamespace
 
 import pytest
 from django.db import connection
@@ -161,3 +162,22 @@ def test_the_validator_refuses_unknown_and_doubled_credentials(api, alice, bob):
     doc["spec"]["trackingCredentials"] = "w1"
     answer = api.post("/api/v1/jobs/validate/", doc, format="json").json()
     assert "tracking_invalid" in {e["code"] for e in answer["errors"]}
+
+
+def test_the_wizard_keeps_the_picked_names_and_sends_their_errors_to_step_3():
+    from django.http import QueryDict
+
+    from jobs.control import wizard as wz
+
+    state = wz.initial_state(["local"])
+    state.tracking = ["team-wandb"]
+    doc = wz.to_document(state)
+    assert doc["spec"]["trackingCredentials"] == ["team-wandb"]
+    assert wz.from_document(doc).tracking == ["team-wandb"]
+    posted = QueryDict(mutable=True)
+    posted.setlist("tracking", ["team-wandb", "", "lab", "third"])
+    assert wz.from_post(posted).tracking == ["team-wandb", "lab"]
+    assert "trackingCredentials" not in wz.to_document(wz.initial_state(["local"]))["spec"]
+    for code in ("tracking_unknown", "tracking_same_kind", "tracking_invalid"):
+        problem = SimpleNamespace(path="spec.trackingCredentials[0]", code=code)
+        assert wz.step_of(problem) == 3
