@@ -4,7 +4,9 @@ The variables each service's client reads (W&B: ``WANDB_API_KEY``, ``WANDB_BASE_
 SwanLab: ``SWANLAB_API_KEY``, ``SWANLAB_WEB_HOST`` for a private deployment, which SwanLab's environment-variable
 reference says is the only host a private deployment needs). RLinf's ``rlinf/utils/metric_logger.py``
 (``MetricLogger``) calls ``wandb.init`` / ``swanlab.init`` when ``runner.logger.logger_backends`` lists them, and
-both clients take the key from these variables.
+both clients take the key from these variables. That file reads ``runner.logger.logger_backends`` (``tensorboard``,
+``wandb``, ``swanlab``), ``project_name``, ``experiment_name``, ``wandb_proxy`` and ``swanlab_mode``; the version
+consulted reads no ``wandb_entity`` (W&B then uses the key's default entity, or ``WANDB_ENTITY`` set in the job).
 
 Kubernetes: each Task carries a Secret ``<task>-tracking`` (label ``rlark.io/tracking``, one key per variable) in
 its ``extra_objects``; the ``main`` container gets every variable via ``env.valueFrom.secretKeyRef``, exactly as

@@ -5,7 +5,10 @@ its TensorBoard directory (``<runner.logger.log_path>/tensorboard/``, ``OmegaCon
 when ``runner.logger.logger_backends`` lists ``tensorboard``. That is check 4's "解析后的配置文件位置与校验和"
 (seed 02-confirm-job-running.txt). The file is found where the Metrics tab finds the event files
 (:func:`jobs.observe.metrics.tensorboard_source`: the Header's ``tensorBoardDir`` of the current run, on this
-machine through a hostPath mount): ``config.yaml`` in that directory or in its ``tensorboard/`` child.
+machine through a hostPath mount): ``config.yaml`` in that directory or in its ``tensorboard/`` child, else the
+newest ``config.yaml`` that sits beside event files at most :data:`MAX_DEPTH` levels down (``tensorBoardDir`` may
+be the parent of timestamped run folders, reference rlinf.md), looking at no more than
+:data:`MAX_ENTRIES` directory entries.
 
 Bounds: at most :data:`MAX_SHOW` bytes are shown (``truncated`` says when the file is longer); the checksum covers
 the whole file up to :data:`MAX_HASH` bytes (``hashed_all`` is False beyond). The file is opened without
@@ -26,6 +29,8 @@ FILE = "config.yaml"
 MAX_SHOW = 256 * 1024  # bytes shown on the page
 MAX_HASH = 64 * 1024 * 1024  # bytes the checksum reads
 CHUNK = 1024 * 1024
+MAX_DEPTH = 3  # directory levels below tensorBoardDir searched for a run's config.yaml
+MAX_ENTRIES = 5000  # directory entries looked at by that search
 
 
 @dataclass
@@ -75,13 +80,35 @@ def _read(host_file: str) -> tuple[bytes, str, int, bool] | None:
         return head, digest.hexdigest(), st.st_size, read >= st.st_size
 
 
+def _run_configs(base: str) -> list[str]:
+    """Relative paths of the ``config.yaml`` files beside event files under ``base`` (depth <= MAX_DEPTH, links
+    not followed, MAX_ENTRIES entries at most), newest first."""
+    found: list[tuple[float, str]] = []
+    seen = 0
+    for root, dirs, files in os.walk(base):
+        seen += len(dirs) + len(files)
+        depth = os.path.relpath(root, base).count(os.sep) + (root != base)
+        if depth >= MAX_DEPTH or seen > MAX_ENTRIES:
+            dirs[:] = []
+        if FILE in files and any("tfevents" in f for f in files):
+            try:
+                found.append(
+                    (os.lstat(os.path.join(root, FILE)).st_mtime, os.path.relpath(os.path.join(root, FILE), base))
+                )
+            except OSError:
+                continue
+        if seen > MAX_ENTRIES:
+            break
+    return [rel for _, rel in sorted(found, reverse=True)]
+
+
 def resolved_config(job) -> ResolvedConfig | None:
     """The current run's resolved ``config.yaml`` of ``job`` when the console can read it, else None."""
     source = tensorboard_source(job)
     if not source.host_dir:
         return None
     base = os.path.realpath(source.host_dir)
-    for rel in (FILE, os.path.join("tensorboard", FILE)):
+    for rel in (FILE, os.path.join("tensorboard", FILE), *_run_configs(source.host_dir)):
         host_file = os.path.join(source.host_dir, rel)
         real = os.path.realpath(host_file)
         if os.path.commonpath([base, real]) != base or not os.path.isfile(real):

@@ -104,3 +104,22 @@ def test_a_link_out_of_the_directory_is_not_read(tmp_path, alice):
     secret.write_text("password: hunter2\n")
     (tb / "config.yaml").symlink_to(secret)
     assert resolved_config.resolved_config(job) is None
+
+
+@pytest.mark.django_db
+def test_a_run_folder_below_the_directory_is_found_newest_first(tmp_path, alice):
+    import os
+
+    from jobs.observe import resolved_config
+
+    job, tb = _job_with_tensorboard(tmp_path, alice)
+    for i, run in enumerate(("20260101-0900", "20260102-0900")):
+        folder = tb / run / "tensorboard"
+        folder.mkdir(parents=True)
+        (folder / "events.out.tfevents.1.host").write_bytes(b"")
+        (folder / "config.yaml").write_text(f"run: {run}\n")
+        os.utime(folder / "config.yaml", (1_700_000_000 + i, 1_700_000_000 + i))
+    (tb / "stray").mkdir()
+    (tb / "stray" / "config.yaml").write_text("not: a run\n")  # no event files beside it
+    found = resolved_config.resolved_config(job)
+    assert found.path == "/data/tb/20260102-0900/tensorboard/config.yaml" and found.text == "run: 20260102-0900\n"
