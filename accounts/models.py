@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from rlark_console.crypto import EncryptedTextField
+
 
 class APIToken(models.Model):
     """A per-user API token. Only a SHA-256 hash of the key is stored; ``prefix`` (first 8 chars) identifies it."""
@@ -48,3 +50,29 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name} {self.action} {self.object_type}:{self.object_id}"
+
+
+class TrackingCredential(models.Model):
+    """A user's experiment-tracking credential (W&B or SwanLab): an API key, encrypted at rest, and an optional
+    self-hosted host URL. A job picks credentials by ``name`` (``spec.trackingCredentials``); the key reaches its
+    Workers only through a Secret (``clusters.tracking_secret``), never the job's document, pages or logs."""
+
+    class Kind(models.TextChoices):
+        WANDB = "wandb", "W&B"
+        SWANLAB = "swanlab", "SwanLab"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tracking_credentials")
+    name = models.CharField(_("name"), max_length=63)
+    kind = models.CharField(_("tracking service"), max_length=16, choices=Kind.choices)
+    api_key = EncryptedTextField(_("API key"))
+    host = models.CharField(_("self-hosted URL"), max_length=255, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["user", "name"], name="tracking_credential_user_name")]
+        verbose_name = _("tracking credential")
+        verbose_name_plural = _("tracking credentials")
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"

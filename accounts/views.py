@@ -78,3 +78,48 @@ def tokens(request):
     if new_key:
         response["Cache-Control"] = "no-store"
     return response
+
+
+@login_required
+def tracking(request):
+    """Experiment-tracking credentials page: list (name, service, host; never the key), add, delete.
+
+    A bad form answers 400 with the reason; deleting a credential that is not the user's answers 404."""
+    from django.contrib import messages
+
+    from accounts import tracking as services
+    from accounts.models import TrackingCredential
+
+    status = 200
+    form = {}
+    if request.method == "POST":
+        if request.POST.get("delete"):
+            try:
+                cred = services.delete(request.user, request.POST["delete"], request)
+            except (TrackingCredential.DoesNotExist, ValueError):
+                status = 404
+            else:
+                messages.success(request, _("Credential “%(name)s” deleted.") % {"name": cred.name})
+        else:
+            form = {k: request.POST.get(k, "")[:512] for k in ("name", "kind", "host")}
+            try:
+                cred = services.create(
+                    request.user,
+                    form["name"],
+                    form["kind"],
+                    request.POST.get("api_key", "")[:1024],
+                    form["host"],
+                    request,
+                )
+            except services.CredentialError as exc:
+                messages.error(request, str(exc))
+                status = 400
+            else:
+                form = {}
+                messages.success(request, _("Credential “%(name)s” saved.") % {"name": cred.name})
+    context = {
+        "credentials": services.credentials_for(request.user),
+        "kinds": TrackingCredential.Kind.choices,
+        "form": form,
+    }
+    return render(request, "accounts/tracking.html", context, status=status)

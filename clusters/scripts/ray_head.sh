@@ -12,6 +12,16 @@ RLINF_NODE_RANK=$((${RLARK_NODE_RANK_START:-0} + ordinal))
 export RLINF_NODE_RANK
 echo "RLINF_NODE_RANK: ${RLINF_NODE_RANK}"
 
+# Experiment-tracking credentials the local runtime gives as one file per variable
+# (clusters/runtime/local/tracking.py); on Kubernetes they come from the Task's Secret as env.
+if [ -d /rlark/tracking ]; then
+    for f in /rlark/tracking/*; do
+        case "${f##*/}" in
+            WANDB_API_KEY | WANDB_BASE_URL | SWANLAB_API_KEY | SWANLAB_WEB_HOST) export "${f##*/}=$(cat "$f")" ;;
+        esac
+    done
+fi
+
 if [ -n "${WAIT_NETWORK_SCRIPT:-}" ]; then
     bash "$WAIT_NETWORK_SCRIPT" "network"
 fi

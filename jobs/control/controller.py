@@ -42,7 +42,7 @@ from clusters.ray_auth import job_token
 from clusters.runtime import registry
 from clusters.runtime.base import Runtime, RuntimeFailure, TaskManifest
 from domains.services import release_job
-from jobs.control import log_archive
+from jobs.control import log_archive, tracking
 from jobs.jobspec.checkpoints import header_template
 from jobs.jobspec.conditions import set_condition
 from jobs.jobspec.layout import task_layout
@@ -177,7 +177,7 @@ def _manifests(job: Job, clusters: dict[str, Cluster]) -> dict[str, TaskManifest
 
     Passes the job's own clusters, its SSH public keys (``spec.sshPublicKeys``, key lines), the
     console -> Kubernetes StorageClass names of the storage app, the attached RLinf config and the job's Ray
-    token (``clusters.ray_auth``: derived, never stored).
+    token (``clusters.ray_auth``: derived, never stored) and its tracking credentials (``jobs.control.tracking``).
     """
     storage_classes = {
         sc.name: str((sc.parameters or {}).get("storage_class_name") or sc.name)
@@ -202,6 +202,7 @@ def _manifests(job: Job, clusters: dict[str, Cluster]) -> dict[str, TaskManifest
         rlinf_config=job.rlinf_config,
         ray_auth_token=job_token(job.pk, job.created_at.isoformat()),
         resume_dir=resume_dir,
+        tracking=tracking.job_env(job),
     )
     return {m.task: m for m in built}
 

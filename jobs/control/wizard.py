@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusters.selectors import SelectorError, format_selector, parse_selector
+from jobs.control import tracking
 from jobs.jobspec.document import ACKNOWLEDGED
 from jobs.jobspec.layout import main_container
 from jobs.jobspec.naming import pvc_name, to_resource_name, volume_name
@@ -165,6 +166,7 @@ class WizardState:
     labels: dict[str, str] = field(default_factory=dict)  # metadata.labels kept on edit
     stopped: bool = False  # kept on edit: editing a stopped job does not start it
     acknowledged: list[str] = field(default_factory=list)  # codes of annotation rlark.io/acknowledged-checks
+    tracking: list[str] = field(default_factory=list)  # the owner's tracking credentials picked (names)
 
     @property
     def header_index(self) -> int:
@@ -449,6 +451,7 @@ def to_document(state: WizardState) -> dict[str, Any]:
         spec["domain"] = state.domain
     if state.ssh_keys:
         spec["sshPublicKeys"] = list(state.ssh_keys)
+    tracking.to_spec(spec, state.tracking)
     if state.stopped:
         spec["stopped"] = True
     return {"apiVersion": API_VERSION, "kind": "Job", "metadata": metadata, "spec": spec}
@@ -559,6 +562,7 @@ def from_document(document: Mapping, *, infer_cluster=None) -> WizardState:
         tensorboard_dir="",
         stopped=spec.get("stopped") is True,
         labels={str(k): _str(v) for k, v in (metadata.get("labels") or {}).items()},
+        tracking=tracking.from_spec(spec),
     )
     keys = spec.get("sshPublicKeys")
     if keys is None and spec.get("sshPublicKey"):
@@ -633,6 +637,7 @@ def from_post(data) -> WizardState:
         active_role=_int(data.get("active_role"), 0),
         stopped=_get(data, "stopped") == "1",
         acknowledged=[c for c in getlist("acknowledged") if c],
+        tracking=tracking.picked(data),
     )
     for key in data:
         if key.startswith("ann:") and key[4:] != ACKNOWLEDGED:
@@ -691,7 +696,7 @@ _STEP1_CODES = {
     "job_name_unavailable",
     "task_name_too_long",
 }
-_STEP3_CODES = {"run_script_missing", "run_script_not_on_header", "domain_unknown", "ssh_key_unknown"}
+_STEP3_CODES = {"run_script_missing", "run_script_not_on_header", "domain_unknown", "ssh_key_unknown", *tracking.CODES}
 _STEP1_PATH = re.compile(r"spec\.tasks(\[\d+\]\.(name|head))?")
 _STEP3_FIELDS = ("runScript", "tensorBoardDir", "checkpointDir", "domain", "sshPublicKey")
 

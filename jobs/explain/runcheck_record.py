@@ -13,7 +13,9 @@ from django.utils.translation import gettext_noop
 from jobs.explain.runcheck_input import TO_CONFIRM, CheckResult, check_title, status_label, time_label, tr
 from jobs.jobspec.layout import main_container
 from jobs.jobspec.rlinf import num_nodes_of
+from jobs.observe import log_scans, run_links
 from jobs.observe.checkpoints import job_checkpoints
+from jobs.observe.resolved_config import resolved_config
 
 
 def _cell(text: str) -> str:
@@ -39,6 +41,24 @@ def checkpoint_note(job, lang: str) -> str:
         files=latest.files,
         sha=latest.list_sha,
     )
+
+
+def config_note(job, lang: str) -> str:
+    """Row 4's word on the resolved RLinf config the run wrote (``jobs.observe.resolved_config``): its container
+    path and sha256; "" when none can be read."""
+    found = resolved_config(job)
+    if found is None:
+        return ""
+    return tr(lang, gettext_noop("Resolved config: {path} (sha256 {sha})."), path=found.path, sha=found.sha256)
+
+
+def tracking_note(job, lang: str) -> str:
+    """Row 5's word on the run's W&B / SwanLab links its logs showed (``jobs.observe.run_links``); "" for none."""
+    links = run_links.job_links(job, log_scans.job_scans(job, log_scans.job_tasks(job)))
+    if not links:
+        return ""
+    shown = ", ".join(f"{link['label']} {link['url']}" for link in links)
+    return tr(lang, gettext_noop("Experiment tracking: {links}."), links=shown)
 
 
 def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = "zh-hans") -> str:
@@ -119,7 +139,9 @@ def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = 
             checked = result.checked_at
             status = status_label(result.status, "zh-hans")
             note = " ".join(result.evidence[:4])
+            if number == 4:
+                note = " ".join(p for p in (note, config_note(job, lang)) if p)
             if number == 5:
-                note = " ".join(p for p in (note, checkpoint_note(job, lang)) if p)
+                note = " ".join(p for p in (note, checkpoint_note(job, lang), tracking_note(job, lang)) if p)
         lines.append(f"| {_cell(title)} | {status} | {time_label(checked)} | {_cell(location)} | {_cell(note)} |")
     return "\n".join(lines) + "\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from accounts.tracking import kinds_of
 from clusters.host_paths import HostPathPolicy, host_path_policy
 from clusters.models import Cluster, ImageRegistry, Node
 from clusters.quantity import parse_quantity
@@ -83,6 +84,8 @@ class Inventory:
     ssh_keys: list[SSHKeyInfo] = field(default_factory=list)
     registries: list[RegistryInfo] = field(default_factory=list)
     user: str = ""  # the submitter's user name: a cluster's ``{user}`` host-path root names it
+    tracking: dict[str, str] | None = None  # the submitter's tracking credentials (name -> service); see below
+    tracking_users: list[Any] = field(default_factory=list)  # whose credentials count (submitter, job owner)
 
     @classmethod
     def from_db(cls, user=None, *, exclude_job=None, key_owners=None) -> Inventory:
@@ -127,9 +130,17 @@ class Inventory:
             for r in ImageRegistry.objects.values("registry", "public", "username")
         ]
         inv = cls(clusters, nodes, storage, domains, keys, registries, user=getattr(user, "username", "") or "")
+        inv.tracking_users = [user, *(key_owners or [])]
         if exclude_job is not None:
             inv._give_back(exclude_job)
         return inv
+
+    def tracking_kinds(self) -> dict[str, str]:
+        """The tracking credentials that count (name -> ``wandb``/``swanlab``), read from the database the first
+        time a document names one (one query; none for the many documents without ``spec.trackingCredentials``)."""
+        if self.tracking is None:
+            self.tracking = kinds_of(self.tracking_users)
+        return self.tracking
 
     def _give_back(self, job) -> None:
         """Subtract the requests of ``job``'s live Pods from their nodes' ``used`` (one query)."""

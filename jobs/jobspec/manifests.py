@@ -47,11 +47,12 @@ import base64
 import copy
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from clusters import ray_auth
+from clusters import tracking_secret as tracking
 from clusters.models import ImageRegistry
 from clusters.runtime.base import TaskManifest
 from clusters.selectors import parse_selector, values_of
@@ -247,6 +248,7 @@ class _JobParts:
     domain: str
     script_data: dict[str, str]
     resume_dir: str = ""
+    tracking: Mapping[str, str] = field(default_factory=dict)
 
     def labels(self, task: str) -> dict[str, str]:
         """The labels of the objects a Task owns besides its StatefulSet (ConfigMaps, Secrets, PVCs)."""
@@ -265,6 +267,7 @@ def build_task_manifests(
     rlinf_config: str = "",
     ray_auth_token: str = "",
     resume_dir: str = "",
+    tracking: Mapping[str, str] | None = None,
 ) -> list[TaskManifest]:
     """One TaskManifest per ``spec.tasks[]`` template, in order.
 
@@ -282,6 +285,9 @@ def build_task_manifests(
       the Secret ``<task>-ray-auth`` in ``extra_objects`` and its ``main`` container ``RAY_AUTH_MODE=token`` and
       ``RAY_AUTH_TOKEN`` from that Secret (:mod:`clusters.ray_auth`); the token is in no other object.
     - ``resume_dir``: the checkpoint this run resumes from (container path); the Header gets ``RLARK_RESUME_DIR``.
+    - ``tracking``: the experiment-tracking variables (``clusters.tracking_secret.VARIABLES`` -> value). When
+      given, every Task gets the Secret ``<task>-tracking`` in ``extra_objects`` and its ``main`` container each
+      variable via ``secretKeyRef``; the values are in no other object.
 
     Raises ManifestError for an unknown cluster or a template without containers.
     """
@@ -303,6 +309,7 @@ def build_task_manifests(
         domain=str(spec.get("domain") or ""),
         script_data=scripts(),
         resume_dir=resume_dir,
+        tracking=dict(tracking or {}),
     )
     out: list[TaskManifest] = []
     for layout, template in zip(task_layout(document), templates, strict=True):
@@ -343,6 +350,8 @@ def _task_manifest(job: _JobParts, layout: TaskLayout, template: dict, cluster: 
     extra += _volumes(pod_spec, task, namespace, job)
     if job.ray_auth_token:
         extra.append(ray_auth.secret(task, namespace, job.labels(task), job.ray_auth_token))
+    if job.tracking:
+        extra.append(tracking.secret(task, namespace, job.labels(task), job.tracking))
     extra += _pvcs(pod_spec["volumes"], workload, task, namespace, job)
     if pull_secrets:
         pod_spec["imagePullSecrets"] = pull_secrets
@@ -441,6 +450,7 @@ def _main_container(c: dict, template: dict, layout: TaskLayout, job: _JobParts)
     c["volumeMounts"] = mounts + [{"name": SCRIPTS_VOLUME, "mountPath": SCRIPTS_MOUNT, "readOnly": True}]
     if job.ray_auth_token:
         c["env"] += ray_auth.container_env(task)
+    c["env"] += tracking.container_env(task, job.tracking)
     if job.rlinf_config:
         c["volumeMounts"].append({"name": RLINF_VOLUME, "mountPath": RLINF_MOUNT, "readOnly": True})
         c["env"].append({"name": "RLARK_RLINF_CONFIG", "value": f"{RLINF_MOUNT}/{RLINF_FILE}"})

@@ -178,6 +178,15 @@ MESSAGES: dict[str, str] = {
         " reach the Ray head. Choose a cross-cluster network domain."
     ),
     "ssh_key_unknown": gettext_noop("The SSH public key is not one of the keys registered in your SSH key management."),
+    "tracking_invalid": gettext_noop(
+        "trackingCredentials must be a list of at most {most} names of your experiment-tracking credentials."
+    ),
+    "tracking_unknown": gettext_noop(
+        "You have no experiment-tracking credential called “{name}”. Add it under Account → Experiment tracking."
+    ),
+    "tracking_same_kind": gettext_noop(
+        "“{name}” and “{other}” are credentials of the same service; pick at most one W&B and one SwanLab."
+    ),
     "num_nodes_mismatch": gettext_noop(
         "The roles have {workers} {workers:plural:worker:workers} in total, but the RLinf config has "
         "cluster.num_nodes {num_nodes}."

@@ -20,7 +20,7 @@ from clusters import host_paths
 from clusters.quantity import format_number, parse_quantity
 from clusters.selectors import SelectorError, matcher, parse_selector
 from clusters.system_nodes import is_system_node
-from jobs.jobspec import checkpoints, start_timeout
+from jobs.jobspec import checkpoints, start_timeout, tracking
 from jobs.jobspec.document import (
     API_VERSION,
     DISPLAY_NAME,
@@ -180,6 +180,7 @@ class _Validator:
         if not isinstance(spec, dict):
             self.add("spec", "document_invalid", detail="spec must be a mapping")
             return ValidationResult(self.problems)
+        tracking.check(spec, self.inv.tracking_kinds, self.add)
         tasks = spec.get("tasks")
         if tasks is not None and not isinstance(tasks, list):
             self.add("spec.tasks", "document_invalid", detail="spec.tasks must be a list")

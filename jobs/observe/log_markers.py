@@ -23,7 +23,7 @@ from typing import Any
 
 from ahocorasick_rs import AhoCorasick
 
-from jobs.observe import user_patterns
+from jobs.observe import run_links, user_patterns
 from jobs.observe.log_levels import below_error_level
 
 # --- the status sync's markers ------------------------------------------------------------------------------
@@ -522,6 +522,7 @@ class ScanState:
         self.lines = 0  # complete lines fed
         self.partial = ""
         self.patterns: dict[str, list | None] = {p: None for p in list(dict.fromkeys(patterns))[:MAX_PATTERNS]}
+        self.links: dict[str, list[str]] = {}  # the first W&B / SwanLab run addresses of the log (run_links)
         self._new_run(1)
 
     def _new_run(self, start: int) -> None:
@@ -563,6 +564,7 @@ class ScanState:
         "rcl": "rlinf_cluster_line",
         "sig": "signatures",
         "ha": "head_address",
+        "lk": "links",
     }
 
     def to_json(self) -> dict[str, Any]:
@@ -616,6 +618,7 @@ class ScanState:
         base = self.lines
         hay = "\n".join(lines)  # searched by the patterns and the prefilters alike
         self._match_patterns(lines, hay, base)
+        run_links.collect(self.links, hay)
         scan, errors, signatures = candidates(lines, hay)
         for idx in sorted(scan | errors | signatures):
             self._line(base + idx + 1, lines[idx], idx in scan, idx in errors, idx in signatures)

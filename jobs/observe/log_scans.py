@@ -63,6 +63,7 @@ class Scans:
     and whether a background refresh was asked for (some scans are older than the max age)."""
 
     scans: dict[str, LogScan] = field(default_factory=dict)
+    links: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # Pod -> W&B / SwanLab links (run_links)
     as_of: datetime | None = None
     refreshing: bool = False
 
@@ -143,6 +144,7 @@ def job_scans(job, tasks: list, patterns: dict[str, str] | None = None, now: dat
     out = Scans(refreshing=refreshing)
     for _, pod in pairs:
         out.scans[pod.name] = states[pod.pk].scan(patterns)
+        out.links[pod.name] = dict(states[pod.pk].links or {})
     times = [records[pod.pk].updated_at for _, pod in pairs if pod.pk in records]
     out.as_of = min(times) if times else None
     return out

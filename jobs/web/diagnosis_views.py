@@ -25,8 +25,10 @@ from jobs import policy
 from jobs.explain import diagnosis as diagnosis_service
 from jobs.explain import runcheck as runcheck_service
 from jobs.explain.metric_charts import metric_chart_context
+from jobs.observe import log_scans, run_links
 from jobs.observe import metrics as metrics_service
 from jobs.observe.headline import worker_phase, worker_phase_label
+from jobs.observe.resolved_config import resolved_config
 from jobs.observe.status import format_duration
 from rlark_console import language
 
@@ -159,6 +161,8 @@ def metrics(request: HttpRequest, name: str) -> HttpResponse:
             "workers": workers,
             "charts": charts,
             "tb_reason": reasons.get(data["tensorboard"]["reason"], ""),
+            "tracking_links": run_links.job_links(job, log_scans.job_scans(job, log_scans.job_tasks(job))),
+            "resolved": resolved_config(job),
             **metric_chart_context(job, data),
         }
     )

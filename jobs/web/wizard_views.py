@@ -26,6 +26,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
+from accounts.tracking import credentials_for
 from clusters import host_paths
 from clusters.models import Cluster, Node
 from clusters.selectors import SelectorError, matches, parse_selector
@@ -255,6 +256,7 @@ def _page_context(
         "default_domain": default_domain,
         "ssh_keys": ssh_keys,
         "unlisted_keys": [k for k in state.ssh_keys if k not in {x.key for x in ssh_keys}],
+        "tracking_credentials": credentials_for(job.owner if job is not None else request.user),
         "errors": errors or [],
         "step_errors": step_errors,
         "other_errors": [e for e in (errors or []) if e["step"] != state.step],

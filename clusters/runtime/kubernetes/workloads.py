@@ -11,6 +11,7 @@ import logging
 
 from kubernetes import client as k8s
 
+from clusters import tracking_secret
 from clusters.host_paths import HostPathRefused, check_cluster_host_paths
 from clusters.runtime.base import RuntimeFailure, TaskManifest
 from clusters.runtime.kubernetes.api import KubeApi, finish
@@ -89,15 +90,16 @@ def scale_task(kube: KubeApi, namespace: str, task: str, replicas: int) -> None:
 
 
 def delete_task(kube: KubeApi, namespace: str, task: str, delete_storage: bool = False) -> None:
-    """StatefulSet (cascading to its Pods), head Service, scripts ConfigMap, Ray token Secret, PVCs whose policy
-    annotation is ``Delete`` (all of them with ``delete_storage``), and registry Secrets no remaining workload
-    uses."""
+    """StatefulSet (cascading to its Pods), head Service, scripts ConfigMap, Ray token and tracking Secrets, PVCs
+    whose policy annotation is ``Delete`` (all of them with ``delete_storage``), and registry Secrets no remaining
+    workload uses."""
     core = kube.core
     body = k8s.V1DeleteOptions(propagation_policy="Background")
     kube.ignore_404(kube.apps.delete_namespaced_stateful_set, task, namespace, body=body, what=f"sts {task}")
     kube.ignore_404(core.delete_namespaced_service, f"{task}-ray-head", namespace, what="service")
     kube.ignore_404(core.delete_namespaced_config_map, f"{task}-rlark-scripts", namespace, what="configmap")
     kube.ignore_404(core.delete_namespaced_secret, f"{task}-ray-auth", namespace, what="secret")
+    kube.ignore_404(core.delete_namespaced_secret, tracking_secret.secret_name(task), namespace, what="secret")
     selector = f"rlinf.io/task={task}"
     pvcs = kube.read_json(core.list_namespaced_persistent_volume_claim, namespace, label_selector=selector)
     for pvc in pvcs.get("items") or []:

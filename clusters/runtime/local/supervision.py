@@ -50,6 +50,7 @@ from clusters.runtime.local import (
     ray_auth,
     ray_logs,
     scheduling,
+    tracking,
     volumes,
 )
 from clusters.runtime.local.id_slots import IdSlots
@@ -186,6 +187,8 @@ class Supervisor:
     def op_apply_task(self, cluster: str, manifest: dict[str, Any]) -> None:
         manifest, token = ray_auth.take_token(manifest)  # the job's Ray token goes to a root-only file, not state.json
         ray_auth.store(self.root, manifest["job"], token)
+        manifest, values = tracking.take(manifest)  # W&B / SwanLab keys: a root-only file too (.tracking)
+        tracking.store(self.root, manifest["job"], values)
         key = cluster_key(cluster, manifest["task"])
         old = self.state["tasks"].get(key)
         task = {
@@ -235,6 +238,7 @@ class Supervisor:
                 self.ports.free(job.get("gcs_port"))
         if not any(x["job"] == t["job"] for x in self.state["tasks"].values()):
             ray_auth.forget(self.root, t["job"])
+            tracking.forget(self.root, t["job"])
         if not any(x["cluster"] == cluster and x["job"] == t["job"] for x in self.state["tasks"].values()):
             shutil.rmtree(ray_logs.ray_logs_dir(self.root, cluster, t["job"]), ignore_errors=True)  # job deleted
         self._dirty = True
@@ -462,6 +466,7 @@ class Supervisor:
         mounts, shm = self.volumes.mounts(t, pod, spec, main, pdir, ids)
         volumes.private_tmpfs(mounts, ids)
         mounts.append(ray_auth.worker_mount(self.root, t["job"], ids))
+        mounts += [m for m in [tracking.worker_mount(self.root, t["job"], ids)] if m is not None]
         address = self.networks.address(pod["cluster"], pod["job"], pod["name"])
         env = self._env(t, pod, main, address)
         ns_path = None

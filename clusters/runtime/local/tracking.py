@@ -1,0 +1,130 @@
+"""Experiment-tracking credentials on the local runtime: the job's W&B / SwanLab variables, given to its Workers
+as files.
+
+The console puts them in each Task's tracking Secret (:mod:`clusters.tracking_secret`); :func:`take` removes the
+Secret's ``data`` before the manifest reaches ``state.json``, and :func:`store` keeps the values in a file only
+the supervisor reads. Files under the supervisor's state root ``<root>`` (hidden from every Worker)::
+
+    tracking/                   0700, the supervisor's
+    tracking/<job>.json         0600, the supervisor's: {variable: value}
+    tracking/<job>/<uid>/       0755, root's: bind-mounted read-only at /rlark/tracking
+    tracking/<job>/<uid>/<VAR>  0440, owner root, group the job's host id (its Workers' root group): one file per
+                                variable, so only that job's Workers (and the supervisor) can read it; 0400 and
+                                the supervisor's own when it runs unprivileged
+
+The wrapper scripts (``ray_head.sh``, ``ray_worker.sh``) export each file of ``/rlark/tracking`` under its name
+before Ray starts, so the run script and RLinf's ``MetricLogger`` see ``WANDB_API_KEY`` and the others; the values
+are in neither the Pod's declared env, ``state.json`` nor the logs. Errors: ``ValueError`` for a job name that is
+not a DNS label; ``OSError`` from the file system.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from clusters import tracking_secret
+from clusters.runtime.local import launcher
+
+MOUNT = "/rlark/tracking"
+_JOB = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def _dir(root: Path) -> Path:
+    path = Path(root) / "tracking"
+    path.mkdir(mode=0o700, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
+def _job(job: str) -> str:
+    if not _JOB.fullmatch(job):
+        raise ValueError(f"invalid job name {job!r}")
+    return job
+
+
+def _write(path: Path, text: str, mode: int, gid: int | None = None) -> None:
+    """Write ``text`` to ``path`` with ``mode`` (group ``gid``, owner the supervisor) through a fresh file, never
+    through a link."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+    if gid is not None:
+        os.chown(tmp, os.geteuid(), gid, follow_symlinks=False)
+    tmp.chmod(mode)
+    os.replace(tmp, path)
+
+
+def take(manifest: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str] | None]:
+    """``(manifest without the values, values)``: the variables of the Task's tracking Secret, whose ``data`` is
+    dropped from the returned copy; ``None`` when the manifest carries no tracking Secret. Not changed in place."""
+    values = None
+    kept = []
+    for obj in manifest.get("extra_objects") or []:
+        found = tracking_secret.values_of(obj)
+        if found is not None:
+            values = found
+            obj = {k: copy.deepcopy(v) for k, v in obj.items() if k not in ("data", "stringData")}
+        kept.append(obj)
+    if values is None:
+        return manifest, None
+    return {**manifest, "extra_objects": kept}, values
+
+
+def store(root: Path, job: str, values: dict[str, str] | None) -> None:
+    """Keep the job's variables in ``<root>/tracking/<job>.json`` (0600); ``None`` or ``{}`` removes them (the job
+    no longer picks a credential)."""
+    path = _dir(root) / f"{_job(job)}.json"
+    if not values:
+        forget(root, job)
+        return
+    _write(path, json.dumps(values, sort_keys=True), 0o600)
+
+
+def _values(root: Path, job: str) -> dict[str, str]:
+    try:
+        data = json.loads((Path(root) / "tracking" / f"{_job(job)}.json").read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+    return {k: str(v) for k, v in data.items() if k in tracking_secret.VARIABLES} if isinstance(data, dict) else {}
+
+
+def worker_mount(root: Path, job: str, ids: tuple[int, int] | None) -> launcher.Mount | None:
+    """The job's Worker-readable copy of its variables (one file each, see the module's table) as a read-only
+    bind mount at :data:`MOUNT`; ``None`` when the job has none. ``ids``: the job's host ids (None: unprivileged)."""
+    values = _values(root, job)
+    if not values:
+        return None
+    wdir = _dir(root) / _job(job)
+    for d in (wdir, wdir / str(ids[0] if ids is not None else os.geteuid())):
+        if d.is_symlink() or (d.exists() and not d.is_dir()):
+            d.unlink()
+        d.mkdir(mode=0o755, exist_ok=True)
+        os.chown(d, os.geteuid(), os.getegid(), follow_symlinks=False)
+        d.chmod(0o755)
+        wdir = d
+    for old in wdir.iterdir():
+        if old.name not in values:
+            old.unlink()
+    for name, value in values.items():
+        if ids is not None:
+            _write(wdir / name, value, 0o440, ids[0])
+        else:
+            _write(wdir / name, value, 0o400)
+    return launcher.Mount("bind", str(wdir), MOUNT, read_only=True)
+
+
+def forget(root: Path, job: str) -> None:
+    """Remove the job's variables and its Workers' copies (its last Task is gone, or it picks none)."""
+    base = Path(root) / "tracking"
+    (base / f"{_job(job)}.json").unlink(missing_ok=True)
+    shutil.rmtree(base / job, ignore_errors=True)
