@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils.translation import gettext_lazy as _
 
 from accounts import audit
@@ -51,7 +51,7 @@ def rules_of(user, job: Job | None = None) -> QuerySet[Rule]:
         Rule.objects.filter(owner=job.owner)
         .filter(Q(job=job) | Q(job=None))
         .select_related("channel", "job")
-        .order_by("job", "pk")
+        .order_by(F("job").asc(nulls_first=True), "pk")
     )
 
 

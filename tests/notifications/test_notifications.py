@@ -10,6 +10,7 @@ import json
 
 import pytest
 from django.core import mail
+from django.utils import translation
 
 from jobs.control import controller
 from jobs.models import Job, Phase
@@ -77,7 +78,7 @@ def test_plain_http_needs_an_allowed_host_and_credentials_in_urls_are_refused(al
     with pytest.raises(services.NotifyError, match="https"):
         channel(alice, "http://example.com/hook")
     settings.RLARK_NOTIFY_ALLOWED_HOSTS = ["127.0.0.1"]
-    with pytest.raises(services.NotifyError, match="user name"):
+    with translation.override("en"), pytest.raises(services.NotifyError, match="user name"):
         channel(alice, "https://user:pw@127.0.0.1/hook")
     assert channel(alice, "http://127.0.0.1:9/hook").url == "http://127.0.0.1:9/hook"
 
