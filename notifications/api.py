@@ -38,6 +38,7 @@ class ChannelSerializer(serializers.ModelSerializer):
 class RuleSerializer(serializers.ModelSerializer):
     job = serializers.CharField(source="job.name", default=None, read_only=True)
     channel_name = serializers.CharField(source="channel.name", read_only=True)
+    last_error = serializers.CharField(source="error_text", read_only=True)
 
     class Meta:
         model = Rule

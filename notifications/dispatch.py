@@ -122,10 +122,10 @@ def attempt(delivery_id: int) -> Outcome | None:
     try:
         send.deliver(rule.channel, event, delivery.text)
     except send.SendError as exc:
-        error = str(exc)[:500]
+        error = exc.stored
         last = delivery.attempts >= MAX_ATTEMPTS
         outcome = Outcome("failed" if last else "pending", error, None if last else backoff(delivery.attempts))
-        logger.info("notification %s attempt %d failed: %s", delivery.pk, delivery.attempts, error)
+        logger.info("notification %s attempt %d failed: %s", delivery.pk, delivery.attempts, exc)
     else:
         outcome = Outcome("sent")
     now = timezone.now()

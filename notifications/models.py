@@ -13,6 +13,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from jobs.models import Job
+from notifications import errors
 from rlark_console.crypto import EncryptedTextField
 
 
@@ -87,6 +88,11 @@ class Rule(models.Model):
     def __str__(self) -> str:
         return f"{self.channel} {','.join(self.events)}"
 
+    @property
+    def error_text(self) -> str:
+        """The last error in the active language ("" for none)."""
+        return errors.render(self.last_error)
+
 
 class Delivery(models.Model):
     """One message of ``rule`` for one event of ``job``. ``key`` (unique) names the event (e.g.
@@ -108,3 +114,8 @@ class Delivery(models.Model):
         unique_together = [("rule", "key")]
         verbose_name = _("notification delivery")
         verbose_name_plural = _("notification deliveries")
+
+    @property
+    def error_text(self) -> str:
+        """The last error in the active language ("" for none)."""
+        return errors.render(self.last_error)

@@ -15,17 +15,19 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext, gettext_noop
 
 MAX_URL_LEN = 2048
 
 
 class UnsafeURL(ValueError):
-    """The URL is refused; ``message`` is a localized sentence (no secret in it)."""
+    """The URL is refused: ``message`` is the sentence in the active language (no secret in it), ``msgid`` and
+    ``params`` the English message and its values (stored by a failed delivery, ``notifications.errors``)."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(str(message))
-        self.message = message
+    def __init__(self, msgid: str, **params: object) -> None:
+        self.msgid, self.params = msgid, params
+        self.message = gettext(msgid) % params if params else gettext(msgid)
+        super().__init__(self.message)
 
 
 @dataclass(frozen=True)
@@ -58,20 +60,20 @@ def parse(url: str) -> tuple[str, str, int, str]:
     URL, one with credentials, or plain http to a host not allowed."""
     url = (url or "").strip()
     if not url or len(url) > MAX_URL_LEN:
-        raise UnsafeURL(_("Enter a URL of at most %(n)d characters.") % {"n": MAX_URL_LEN})
+        raise UnsafeURL(gettext_noop("Enter a URL of at most %(n)d characters."), n=MAX_URL_LEN)
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
-        raise UnsafeURL(_("The URL must start with https://."))
+        raise UnsafeURL(gettext_noop("The URL must start with https://."))
     if parts.username or parts.password:
-        raise UnsafeURL(_("The URL must not contain a user name or password."))
+        raise UnsafeURL(gettext_noop("The URL must not contain a user name or password."))
     host = parts.hostname.lower()
     if scheme == "http" and host not in allowed_hosts():
-        raise UnsafeURL(_("Only https URLs are allowed (http only to hosts an administrator allows)."))
+        raise UnsafeURL(gettext_noop("Only https URLs are allowed (http only to hosts an administrator allows)."))
     try:
         port = parts.port or (443 if scheme == "https" else 80)
     except ValueError:
-        raise UnsafeURL(_("The URL's port is not valid.")) from None
+        raise UnsafeURL(gettext_noop("The URL's port is not valid.")) from None
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
@@ -85,15 +87,15 @@ def resolve(url: str) -> Target:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
-        raise UnsafeURL(_("The host %(host)s cannot be resolved.") % {"host": host}) from None
+        raise UnsafeURL(gettext_noop("The host %(host)s cannot be resolved."), host=host) from None
     addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
     if not addresses:
-        raise UnsafeURL(_("The host %(host)s cannot be resolved.") % {"host": host})
+        raise UnsafeURL(gettext_noop("The host %(host)s cannot be resolved."), host=host)
     if host not in allowed_hosts():
         for ip in addresses:
             if not _public(ip):
-                raise UnsafeURL(
-                    _("The host %(host)s resolves to a loopback, link-local or private address (%(ip)s): refused.")
-                    % {"host": host, "ip": ip}
+                msgid = gettext_noop(
+                    "The host %(host)s resolves to a loopback, link-local or private address (%(ip)s): refused."
                 )
+                raise UnsafeURL(msgid, host=host, ip=str(ip))
     return Target(scheme, host, port, path, str(addresses[0]))

@@ -26,15 +26,20 @@ from typing import Any
 import urllib3
 from django.conf import settings
 from django.core.mail import send_mail
+from django.utils.translation import gettext_noop
 
-from notifications import safety
+from notifications import errors, safety
 from notifications.models import Channel, Kind
 
 MAX_TEXT = 4000  # characters of a message sent
 
 
 class SendError(Exception):
-    """One attempt failed; ``str(exc)`` is safe to store and show (no URL, no secret)."""
+    """One attempt failed; ``stored`` is its error in the form of ``notifications.errors`` (no URL, no secret)."""
+
+    def __init__(self, msgid: str, **params: Any) -> None:
+        super().__init__(msgid % params if params else msgid)
+        self.stored = errors.encode(msgid, params)
 
 
 def webhook_signature(secret: str, timestamp: str, body: bytes) -> str:
@@ -75,7 +80,7 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> int:
     try:
         target = safety.resolve(url)
     except safety.UnsafeURL as exc:
-        raise SendError(str(exc.message)) from None
+        raise SendError(exc.msgid, **exc.params) from None
     timeout = urllib3.Timeout(total=float(settings.RLARK_NOTIFY_TIMEOUT))
     kwargs: dict[str, Any] = {"timeout": timeout, "retries": False, "maxsize": 1}
     if target.scheme == "https":
@@ -90,13 +95,13 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> int:
             "POST", target.path, body=body, headers={**headers, "Host": host}, redirect=False, preload_content=True
         )
     except urllib3.exceptions.TimeoutError:
-        raise SendError(f"no answer within {settings.RLARK_NOTIFY_TIMEOUT:g} s") from None
+        raise SendError(gettext_noop("no answer within %(s)s s"), s=f"{settings.RLARK_NOTIFY_TIMEOUT:g}") from None
     except urllib3.exceptions.HTTPError as exc:
-        raise SendError(f"connection failed ({type(exc).__name__})") from None
+        raise SendError(gettext_noop("connection failed (%(error)s)"), error=type(exc).__name__) from None
     finally:
         pool.close()
     if not 200 <= answer.status < 300:
-        raise SendError(f"the receiver answered HTTP {answer.status}")
+        raise SendError(gettext_noop("the receiver answered HTTP %(status)d"), status=answer.status)
     return answer.status
 
 
@@ -107,7 +112,7 @@ def deliver(channel: Channel, event: dict[str, Any], text: str) -> None:
         try:
             send_mail(subject, text[:MAX_TEXT], None, [channel.email], fail_silently=False)
         except Exception as exc:  # noqa: BLE001  (any backend failure is one failed attempt)
-            raise SendError(f"e-mail not sent ({type(exc).__name__})") from None
+            raise SendError(gettext_noop("e-mail not sent (%(error)s)"), error=type(exc).__name__) from None
         return
     body, headers = build(channel, event, text)
     post(channel.url, body, headers)

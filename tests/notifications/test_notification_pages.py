@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.models import Job
-from notifications import services
+from notifications import errors, services
 from notifications.models import Channel, Rule
 from tests.fake_runtime import job_document
 
@@ -108,7 +108,8 @@ def test_job_tab_shows_status_and_last_error_and_only_the_owner_adds(client, ali
     job = Job.objects.create(name="demo", owner=alice, spec=job_document("demo"))
     c = services.create_channel(alice, {"name": "hook", "kind": "slack", "url": "http://127.0.0.1:9/x"})
     rule = services.create_rule(alice, {"channel": c.pk, "events": ["Failed"]}, job=job)
-    Rule.objects.filter(pk=rule.pk).update(last_status="failed", last_error="the receiver answered HTTP 503")
+    stored = errors.encode("the receiver answered HTTP %(status)d", {"status": 503})
+    Rule.objects.filter(pk=rule.pk).update(last_status="failed", last_error=stored)
     client.force_login(alice)
     page = client.get("/jobs/demo/notifications/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert "Delivery failed" in page and "the receiver answered HTTP 503" in page and "Add a rule for this job" in page
