@@ -110,31 +110,47 @@ class Outcome:
     retry_in: float | None = None
 
 
-def attempt(delivery_id: int) -> Outcome | None:
-    """Send delivery ``delivery_id`` once and store the outcome on it and on its rule (``last_status``,
-    ``last_error``, ``last_at``). None when it is gone or already settled."""
+def prepare(delivery_id: int) -> Delivery | None:
+    """The delivery to attempt, with its rule and channel (one query); None when it is gone or settled."""
     delivery = Delivery.objects.select_related("rule__channel", "job").filter(pk=delivery_id).first()
     if delivery is None or delivery.status in ("sent", "failed"):
         return None
-    rule = delivery.rule
+    return delivery
+
+
+def transmit(delivery: Delivery) -> Outcome:
+    """One send of ``delivery`` on its channel (no database access: at most ``RLARK_NOTIFY_TIMEOUT`` seconds of
+    network); counts the attempt on the object."""
     event = {"kind": delivery.key.split(":", 1)[0], "job": delivery.job.name, "key": delivery.key}
     delivery.attempts += 1
     try:
-        send.deliver(rule.channel, event, delivery.text)
+        send.deliver(delivery.rule.channel, event, delivery.text)
     except send.SendError as exc:
-        error = exc.stored
         last = delivery.attempts >= MAX_ATTEMPTS
-        outcome = Outcome("failed" if last else "pending", error, None if last else backoff(delivery.attempts))
         logger.info("notification %s attempt %d failed: %s", delivery.pk, delivery.attempts, exc)
-    else:
-        outcome = Outcome("sent")
+        return Outcome("failed" if last else "pending", exc.stored, None if last else backoff(delivery.attempts))
+    return Outcome("sent")
+
+
+def finish(delivery: Delivery, outcome: Outcome) -> None:
+    """Store ``outcome`` on the delivery and on its rule (``last_status``, ``last_error``, ``last_at``)."""
     now = timezone.now()
     delivery.status, delivery.last_error = outcome.status, outcome.error
     delivery.delivered_at = now if outcome.status == "sent" else None
     delivery.save(update_fields=["status", "attempts", "last_error", "delivered_at"])
-    Rule.objects.filter(pk=rule.pk).update(
+    Rule.objects.filter(pk=delivery.rule_id).update(
         last_status="retrying" if outcome.status == "pending" else outcome.status,
         last_error=outcome.error,
         last_at=now,
     )
+
+
+def attempt(delivery_id: int) -> Outcome | None:
+    """Send delivery ``delivery_id`` once and store the outcome (:func:`prepare`, :func:`transmit`,
+    :func:`finish`). None when it is gone or already settled."""
+    delivery = prepare(delivery_id)
+    if delivery is None:
+        return None
+    outcome = transmit(delivery)
+    finish(delivery, outcome)
     return outcome
