@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -19,8 +20,8 @@ from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from jobs.models import Job
-from notifications import send
-from notifications.models import Delivery, Event, Rule
+from notifications import errors, send
+from notifications.models import Channel, Delivery, Event, Rule
 from rlark_console.language import translate
 
 logger = logging.getLogger(__name__)
@@ -28,6 +29,8 @@ logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 4  # the first attempt and 3 retries
 BACKOFF_BASE = 2.0  # seconds before the first retry; doubled each time (2, 4, 8)
 MAX_LINE = 300  # characters of a matched log line quoted in a message
+QUIET_SECONDS = 30.0  # after a receiver did not answer in time, its deliveries fail at once for this long
+QUIET_TEXT = gettext_noop("not tried: the receiver did not answer a moment ago")
 
 PHASE_TEXT = gettext_noop("RLark: job %(job)s is %(phase)s.")
 PENDING_TEXT = gettext_noop("RLark: job %(job)s has been Pending for more than %(minutes)d minutes.")
@@ -119,16 +122,27 @@ def prepare(delivery_id: int) -> Delivery | None:
 
 
 def transmit(delivery: Delivery) -> Outcome:
-    """One send of ``delivery`` on its channel (no database access: at most ``RLARK_NOTIFY_TIMEOUT`` seconds of
-    network); counts the attempt on the object."""
+    """One send of ``delivery`` on its channel (at most ``RLARK_NOTIFY_TIMEOUT`` seconds of network); counts the
+    attempt on the object. A receiver that did not answer in time is left alone for ``QUIET_SECONDS``: its
+    deliveries meanwhile count a failed attempt without connecting, so one hanging receiver cannot take every
+    Celery worker and delay the other channels' messages."""
     event = {"kind": delivery.key.split(":", 1)[0], "job": delivery.job.name, "key": delivery.key}
+    channel = delivery.rule.channel
     delivery.attempts += 1
+    last = delivery.attempts >= MAX_ATTEMPTS
+    if channel.quiet_until is not None and channel.quiet_until > timezone.now():
+        stored = errors.encode(QUIET_TEXT)  # the receiver hung a moment ago: not tried, no worker held
+        return Outcome("failed" if last else "pending", stored, None if last else backoff(delivery.attempts))
     try:
-        send.deliver(delivery.rule.channel, event, delivery.text)
+        send.deliver(channel, event, delivery.text)
     except send.SendError as exc:
-        last = delivery.attempts >= MAX_ATTEMPTS
         logger.info("notification %s attempt %d failed: %s", delivery.pk, delivery.attempts, exc)
+        if exc.hung:
+            until = timezone.now() + timedelta(seconds=QUIET_SECONDS)
+            Channel.objects.filter(pk=channel.pk).update(quiet_until=until)
         return Outcome("failed" if last else "pending", exc.stored, None if last else backoff(delivery.attempts))
+    if channel.quiet_until is not None:
+        Channel.objects.filter(pk=channel.pk).update(quiet_until=None)
     return Outcome("sent")
 
 

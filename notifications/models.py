@@ -49,6 +49,9 @@ class Channel(models.Model):
     secret = EncryptedTextField(_("secret"), blank=True)
     email = models.EmailField(_("e-mail address"), blank=True)
     language = models.CharField(_("language"), max_length=8, default="zh-hans")
+    # Set when the receiver did not answer in time: until then its deliveries fail at once without a connection,
+    # so a hanging receiver holds at most one Celery worker per window (notifications.dispatch.transmit).
+    quiet_until = models.DateTimeField(_("not tried until"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:

@@ -37,9 +37,10 @@ MAX_TEXT = 4000  # characters of a message sent
 class SendError(Exception):
     """One attempt failed; ``stored`` is its error in the form of ``notifications.errors`` (no URL, no secret)."""
 
-    def __init__(self, msgid: str, **params: Any) -> None:
+    def __init__(self, msgid: str, hung: bool = False, **params: Any) -> None:
         super().__init__(msgid % params if params else msgid)
         self.stored = errors.encode(msgid, params)
+        self.hung = hung  # the receiver did not answer in time
 
 
 def webhook_signature(secret: str, timestamp: str, body: bytes) -> str:
@@ -95,7 +96,9 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> int:
             "POST", target.path, body=body, headers={**headers, "Host": host}, redirect=False, preload_content=True
         )
     except urllib3.exceptions.TimeoutError:
-        raise SendError(gettext_noop("no answer within %(s)s s"), s=f"{settings.RLARK_NOTIFY_TIMEOUT:g}") from None
+        raise SendError(
+            gettext_noop("no answer within %(s)s s"), hung=True, s=f"{settings.RLARK_NOTIFY_TIMEOUT:g}"
+        ) from None
     except urllib3.exceptions.HTTPError as exc:
         raise SendError(gettext_noop("connection failed (%(error)s)"), error=type(exc).__name__) from None
     finally:

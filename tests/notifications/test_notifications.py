@@ -7,6 +7,7 @@ import base64
 import hashlib
 import hmac
 import json
+import time
 
 import pytest
 from django.core import mail
@@ -148,6 +149,16 @@ def test_a_hanging_receiver_times_out(alice, loopback, settings):
     assert outcome.status == "pending" and outcome.retry_in == 2
     with translation.override("en"):
         assert errors.render(outcome.error) == "no answer within 0.5 s"
+    # for a while the hanging receiver is not tried again: its next message fails at once, holding no worker
+    with Receiver(hang=3) as r2:
+        Channel.objects.filter(pk=c.pk).update(url=r2.url)
+        other = Job.objects.create(name="other", owner=alice, spec=job_document("other"))
+        ids = dispatch.record([{"job": other.pk, "kind": "phase", "phase": "Running", "attempt": 1}])
+        started = time.monotonic()
+        outcome = dispatch.attempt(ids[0])
+        assert time.monotonic() - started < 0.4 and r2.requests == []
+    with translation.override("en"):
+        assert errors.render(outcome.error) == "not tried: the receiver did not answer a moment ago"
 
 
 def test_the_url_is_checked_again_at_send_time(alice, loopback, settings):
