@@ -111,6 +111,7 @@ class Outcome:
     status: str
     error: str = ""
     retry_in: float | None = None
+    hung: bool = False  # the receiver did not answer in time: leave its channel alone for QUIET_SECONDS
 
 
 def prepare(delivery_id: int) -> Delivery | None:
@@ -122,10 +123,10 @@ def prepare(delivery_id: int) -> Delivery | None:
 
 
 def transmit(delivery: Delivery) -> Outcome:
-    """One send of ``delivery`` on its channel (at most ``RLARK_NOTIFY_TIMEOUT`` seconds of network); counts the
-    attempt on the object. A receiver that did not answer in time is left alone for ``QUIET_SECONDS``: its
-    deliveries meanwhile count a failed attempt without connecting, so one hanging receiver cannot take every
-    Celery worker and delay the other channels' messages."""
+    """One send of ``delivery`` on its channel (no database access; at most ``RLARK_NOTIFY_TIMEOUT`` seconds of
+    network); counts the attempt on the object. A receiver that did not answer in time is left alone for
+    ``QUIET_SECONDS``: its deliveries meanwhile count a failed attempt without connecting, so one hanging
+    receiver cannot take every Celery worker and delay the other channels' messages."""
     event = {"kind": delivery.key.split(":", 1)[0], "job": delivery.job.name, "key": delivery.key}
     channel = delivery.rule.channel
     delivery.attempts += 1
@@ -137,18 +138,21 @@ def transmit(delivery: Delivery) -> Outcome:
         send.deliver(channel, event, delivery.text)
     except send.SendError as exc:
         logger.info("notification %s attempt %d failed: %s", delivery.pk, delivery.attempts, exc)
-        if exc.hung:
-            until = timezone.now() + timedelta(seconds=QUIET_SECONDS)
-            Channel.objects.filter(pk=channel.pk).update(quiet_until=until)
-        return Outcome("failed" if last else "pending", exc.stored, None if last else backoff(delivery.attempts))
-    if channel.quiet_until is not None:
-        Channel.objects.filter(pk=channel.pk).update(quiet_until=None)
+        outcome = Outcome("failed" if last else "pending", exc.stored, None if last else backoff(delivery.attempts))
+        outcome.hung = exc.hung
+        return outcome
     return Outcome("sent")
 
 
 def finish(delivery: Delivery, outcome: Outcome) -> None:
-    """Store ``outcome`` on the delivery and on its rule (``last_status``, ``last_error``, ``last_at``)."""
+    """Store ``outcome`` on the delivery and on its rule (``last_status``, ``last_error``, ``last_at``), and on
+    the channel whether its receiver hung (``Channel.quiet_until``)."""
     now = timezone.now()
+    channel = delivery.rule.channel
+    if outcome.hung:
+        Channel.objects.filter(pk=channel.pk).update(quiet_until=now + timedelta(seconds=QUIET_SECONDS))
+    elif outcome.status == "sent" and channel.quiet_until is not None:
+        Channel.objects.filter(pk=channel.pk).update(quiet_until=None)
     delivery.status, delivery.last_error = outcome.status, outcome.error
     delivery.delivered_at = now if outcome.status == "sent" else None
     delivery.save(update_fields=["status", "attempts", "last_error", "delivered_at"])
