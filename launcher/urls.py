@@ -12,6 +12,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts import views as account_views
 from jobs.web import overview as overview_views
+from notifications import views as notification_views
 
 admin.site.site_header = "RLark Console"
 admin.site.site_title = "RLark Console"
@@ -26,6 +27,7 @@ api_v1 = [
     path("", include("accounts.api_urls")),
     path("", include("terminal.api_urls")),
     path("", include("sshgate.api_urls")),
+    path("", include("notifications.api_urls")),
 ]
 
 urlpatterns = [
@@ -39,6 +41,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include(api_v1)),
+    # the job's Notifications tab: before the jobs app's "<name>/<action>/"
+    path("jobs/<str:name>/notifications/", notification_views.job_page, name="notifications-job"),
     path("jobs/", include("jobs.web.urls")),
     path("log-archives/", include("jobs.web.archive_urls")),
     path("clusters/", include("clusters.urls")),
@@ -46,5 +50,6 @@ urlpatterns = [
     path("ssh-keys/", include("sshkeys.urls")),
     path("domains/", include("domains.urls")),
     path("terminal/", include("terminal.urls")),
+    path("account/notifications/", include("notifications.urls")),
     path("account/", include("accounts.urls")),
 ]

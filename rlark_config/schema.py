@@ -371,6 +371,19 @@ class Config:
         "how long a deleted job's archived logs stay downloadable (`/log-archives/`, `GET /api/v1/log-archives/`)",
         p.number(float, 0),
     )
+    notify_allowed_hosts: tuple[str, ...] = setting(
+        "RLARK_NOTIFY_ALLOWED_HOSTS",
+        (),
+        "hosts (comma-separated) a notification channel may reach over plain `http` or at a loopback, link-local"
+        " or private address; every other channel URL must be `https` to a public address",
+        p.comma_list,
+    )
+    notify_timeout: float = setting(
+        "RLARK_NOTIFY_TIMEOUT",
+        5.0,
+        "seconds a notification receiver has to connect and answer (a delivery is retried 3 times with backoff)",
+        p.number(float, 0.5, 30),
+    )
     time_zone: str = setting(
         "TIME_ZONE",
         "Asia/Shanghai",

@@ -30,3 +30,5 @@ def _schedule(sender: Celery, **_kwargs) -> None:
     sender.add_periodic_task(settings.RLARK_SYNC_INTERVAL, sender.signature("jobs.tasks.sync_all"), name="sync-all")
     # deleted jobs' archived logs older than RLARK_LOG_ARCHIVE_RETENTION_DAYS
     sender.add_periodic_task(3600.0, sender.signature("jobs.tasks.purge_log_archives"), name="purge-log-archives")
+    # notifications: jobs Pending too long and log lines matching a rule's pattern (notifications.scan)
+    sender.add_periodic_task(15.0, sender.signature("notifications.tasks.scan"), name="notifications-scan")

@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "sshkeys",
     "domains",
     "jobs",
+    "notifications",
     "terminal",
     "sshgate",
     "launcher",
@@ -270,6 +271,9 @@ LOGGING = {
 # (a job's own ``log_archive_max_bytes``, set by an admin, wins), and how long a deleted job's logs stay.
 RLARK_LOG_ARCHIVE_MAX_BYTES = _config.log_archive_max_bytes
 RLARK_LOG_ARCHIVE_RETENTION_DAYS = _config.log_archive_retention_days
+# Notification channels (notifications.safety): hosts allowed over http or at a private address; receiver timeout.
+RLARK_NOTIFY_ALLOWED_HOSTS = list(_config.notify_allowed_hosts)
+RLARK_NOTIFY_TIMEOUT = _config.notify_timeout
 
 # The local runtime keeps Pod working directories, logs and storage under here.
 RLARK_LOCAL_ROOT = _config.local_root

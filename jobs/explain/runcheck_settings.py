@@ -44,20 +44,14 @@ def clean_settings(data: dict[str, Any]) -> dict[str, Any]:
     ``MAX_PATTERN_LEN`` characters; ``max_wait_minutes`` an integer 1..10080.
     """
     out: dict[str, Any] = {}
-    progress = str(data.get("progress_pattern") or "").strip()
-    if len(progress) > MAX_PATTERN_LEN:
-        raise SettingsError("progress_pattern", "pattern too long")
-    if progress:
-        _compile("progress_pattern", progress)
+    progress = clean_pattern("progress_pattern", data.get("progress_pattern"))
     out["progress_pattern"] = progress or DEFAULT_SETTINGS["progress_pattern"]
     patterns = data.get("app_patterns")
     if isinstance(patterns, str):
         patterns = patterns.splitlines()
     patterns = [str(p).strip() for p in (patterns or []) if str(p).strip()]
     for p in patterns:
-        if len(p) > MAX_PATTERN_LEN:
-            raise SettingsError("app_patterns", "pattern too long")
-        _compile("app_patterns", p)
+        clean_pattern("app_patterns", p)
     out["app_patterns"] = patterns or list(DEFAULT_SETTINGS["app_patterns"])
     output = str(data.get("output_path") or "").strip()
     if output and not output.startswith("/"):
@@ -74,6 +68,18 @@ def clean_settings(data: dict[str, Any]) -> dict[str, Any]:
         raise SettingsError("max_wait_minutes", f"between 1 and {MAX_WAIT_LIMIT} minutes")
     out["max_wait_minutes"] = wait
     return out
+
+
+def clean_pattern(field_name: str, pattern: object) -> str:
+    """A user's log pattern, stripped ("" for none): at most ``MAX_PATTERN_LEN`` characters and a valid regex,
+    else :class:`SettingsError` naming ``field_name``. The one rule for every user log pattern (the Run check's,
+    a notification rule's)."""
+    text = str(pattern or "").strip()
+    if len(text) > MAX_PATTERN_LEN:
+        raise SettingsError(field_name, "pattern too long")
+    if text:
+        _compile(field_name, text)
+    return text
 
 
 def _compile(field_name: str, pattern: str) -> re.Pattern[str]:

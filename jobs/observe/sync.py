@@ -40,7 +40,7 @@ from clusters.runtime.base import PodInfo, Runtime, RuntimeFailure
 from clusters.services.node_sync import apply_node_infos
 from jobs.control import controller
 from jobs.models import Job, Phase, Pod, Task
-from jobs.observe import domain_ips, metrics, sync_fetch
+from jobs.observe import domain_ips, job_events, metrics, sync_fetch
 from jobs.observe.status import get_condition
 from jobs.observe.sync_rows import Changes, diff, fingerprint, keep_rows, pod_values, rows_of, tasks_of, write
 from rlark_console.id_sets import id_in
@@ -438,7 +438,9 @@ def observe_jobs(
                 continue
             if changes:
                 all_changes.append(changes)
+        events = job_events.events_of(all_changes)  # before the write: the jobs' phases are still the old ones
         written = write(all_changes, fresh_tasks, now)
+        job_events.announce(events)
         terminal = [c.job for c in all_changes if c.terminal_now]
     for job in terminal:
         try:

@@ -51,6 +51,8 @@ PAGES = [
     "/ssh-keys/",
     "/domains/",
     "/account/tokens/",
+    "/account/notifications/",
+    "/jobs/demo/notifications/",
     "/admin/",
     "/admin/clusters/cluster/",
     "/admin/clusters/node/",
@@ -73,6 +75,7 @@ KEPT |= set(
     YAML JSON CSV SSH API CLI GPU GPUs CPU IP CIDR URL ID UTC CST DNS TTY PID
     kubeconfig hostPath nodeSelector nvidia gpu com rlinf io rlark
     S3 OSS NFS TCP UDP HTTP HTTPS LDAP
+    Webhook Slack Lark https English
     GiB MiB KiB TiB B KB MB GB s ms min h
     admin root alice bob
     """.split()

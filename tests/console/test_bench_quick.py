@@ -32,6 +32,7 @@ SCRIPTS = {
         ["the real kube-apiserver", "Diagnosis queries:", "ratio to the raw reading of the logs"],
         300,
     ),
+    "notify.py": ((), ["delivery latency, good receiver only", "ratio p95 beside a hanging receiver"], 180),
     "logs_terminal.py": ((), ["ratio websocket / HTTP", "Terminal keystroke echo"], 180),
     "local_e2e.py": ((pytest.mark.ray, pytest.mark.e2e), ["Ray ready", "stop -> no process left"], 300),
     "ssh.py": ((pytest.mark.ray, pytest.mark.e2e), ["echo through bastion: p50", "scp 2 MB through bastion: up"], 600),
