@@ -174,8 +174,8 @@ def rate_text(rate: float) -> str:
 
 
 def eta_text(seconds: int) -> str:
-    """``2 h 10 m`` / ``10 m`` / ``3 d 4 h`` / ``under 1 m`` (zh ``2 小时 10 分`` ...); minutes rounded up."""
-    minutes = -(-seconds // 60)
+    """``2 h 10 m`` / ``10 m`` / ``3 d 4 h`` / ``under 1 m`` (zh ``2 小时 10 分`` ...); to the nearest minute."""
+    minutes = round(seconds / 60)
     if seconds < 60:
         return _("under 1 m")
     days, rest = divmod(minutes, 1440)
