@@ -221,6 +221,7 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
         "summary": summary,
         "clusters": clusters,
         "runtime": format_duration(runtime_seconds(job)),
+        "progress": progress_text(job),
         "terminal": job.phase in TERMINAL,
         "can_change": policy.can_change_job(request.user, job),
         "synced": any(w["pod"] for w in workers),
