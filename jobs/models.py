@@ -84,6 +84,14 @@ class Job(models.Model):
         verbose_name = _("job")
         verbose_name_plural = _("jobs")
 
+    def clear_progress(self) -> list[str]:
+        """Forget the progress of the run that ended (a new attempt counts its steps anew): the ``progress_*``
+        fields are set to None on this object; returns their names for ``save(update_fields=...)``."""
+        names = ["progress_step", "progress_total", "progress_rate", "progress_updated_at"]
+        for name in names:
+            setattr(self, name, None)
+        return names
+
     def current_run_id(self) -> str:
         """The ``RLARK_RUN_ID`` of the job's current run: the UID of its newest Header Pod (rank 0); "" before the
         Header Pod exists. One query."""

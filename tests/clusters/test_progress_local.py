@@ -25,7 +25,7 @@ def test_the_demo_jobs_progress_appears_while_it_runs_and_stays_at_its_last_step
     job = Job.objects.create(
         name="progress-demo",
         owner=admin_user,
-        spec=demo_document(local / "out", run_script=RUN, rollouts=1),
+        spec=demo_document(local / "out", run_script=RUN, rollouts=2),  # demo.yaml: cluster.num_nodes 3
         rlinf_config=(ROOT / "examples/demo/demo.yaml").read_text(),
     )
     controller.request_reconcile(job)

@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.translation import override
 
 from clusters.models import Cluster
+from jobs.control import controller
 from jobs.models import Job, Phase
 from jobs.observe import progress
 from jobs.observe.progress import Progress, config_total, eta_text, parse_step, progress_text, text_of
@@ -250,3 +251,16 @@ def test_a_job_without_steps_has_a_null_progress_in_the_api(client, fleet):
     Job.objects.update(progress_step=None)
     client.force_login(staff)
     assert client.get("/api/v1/jobs/").json()["results"][0]["progress"] is None
+
+
+@pytest.mark.django_db
+def test_a_restart_starts_the_progress_over(runtimes, alice):  # noqa: F811
+    fake = runtimes["alpha"]
+    job = run_ready(fake, submit(alice))
+    fake.log("demo-header-0", "Global Step: 50/100")
+    job = _resync(job)
+    assert job.progress_step == 50
+    controller.restart(job)
+    job.refresh_from_db()
+    assert (job.progress_step, job.progress_total, job.progress_rate, job.progress_updated_at) == (None,) * 4
+    assert progress_text(job) == ""
