@@ -22,8 +22,11 @@ from jobs.models import Job, Phase
 from jobs.observe import progress
 from jobs.observe.progress import Progress, config_total, eta_text, parse_step, progress_text, text_of
 from jobs.observe.sync import sync_job
+from rlark_cli.main import main
 from tests.fleet_seed import seed_jobs
+from tests.jobs.test_cli import env  # noqa: F401 - the fixture
 from tests.jobs.test_sync import run_ready, runtimes, submit  # noqa: F401 - the fixture
+from tests.spec_fixtures import base_doc
 
 EMBODIED = "│ Global Step:   12/100 │ Progress: ██░░░░░░░░░░░░░░░░░░ │  12.0%\n│ Elapsed: 0:01:10 │ ETA: 0:08:00 │"
 TQDM = "Global Step:  10%|█         | 12/120 [00:10<01:30, 1.2it/s]\rGlobal Step:  11%|█         | 13/120 [00:11<01:29"
@@ -264,3 +267,39 @@ def test_a_restart_starts_the_progress_over(runtimes, alice):  # noqa: F811
     job.refresh_from_db()
     assert (job.progress_step, job.progress_total, job.progress_rate, job.progress_updated_at) == (None,) * 4
     assert progress_text(job) == ""
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "lang, timed, untimed",
+    [("en", "step 200 / 1,000 · 1 h 20 m left", "step 16 · 3.0 steps/min"), ("zh", "第 200 / 1,000 步", "第 16 步")],
+)
+def test_rlark_get_and_describe_show_the_progress(env, capsys, alice, lang, timed, untimed):  # noqa: F811
+    spec = base_doc()
+    Job.objects.create(
+        name="timed",
+        owner=alice,
+        spec=spec,
+        phase=Phase.RUNNING,
+        progress_step=200,
+        progress_total=1000,
+        progress_rate=10.0,
+        progress_updated_at=timezone.now(),
+    )
+    Job.objects.create(
+        name="untimed",
+        owner=alice,
+        spec=spec,
+        phase=Phase.RUNNING,
+        progress_step=16,
+        progress_rate=3.0,
+        progress_updated_at=timezone.now(),
+    )
+    Job.objects.create(name="fresh", owner=alice, spec=spec)
+    assert main(["get", "jobs", "--lang", lang]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "PROGRESS" in lines["NAME"]
+    assert timed in lines["timed"] and untimed in lines["untimed"]
+    assert lines["fresh"].split()[3] == "-"  # no step yet
+    assert main(["describe", "job", "timed", "--lang", lang]) == 0
+    assert f"Progress:     {timed}" in capsys.readouterr().out
