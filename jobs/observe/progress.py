@@ -33,6 +33,7 @@ from jobs.jobspec.rlinf import load_config
 MARK = "Global Step"
 MAX_STEP = 10**12  # a bigger number in a log line is not a step count
 MAX_LINE = 1000  # characters of the last progress line looked at
+MAX_TRIES = 64  # "Global Step" mentions without a number looked past, from the end, before giving up
 SMOOTHING = 0.5  # weight of the newest measured rate against the stored one
 _NUM = r"(\d{1,13})"
 TQDM = re.compile(r"Global Step:?\s*\d{1,3}%\|[^|\n]{0,200}\|\s*" + _NUM + r"\s*/\s*" + _NUM)
@@ -42,10 +43,14 @@ _BREAKS = re.compile(r"[\n\r]")
 
 
 def parse_step(text: str) -> tuple[int, int | None] | None:
-    """The last ``Global Step`` line of ``text``: ``(step, total or None)``; None when it has no such line, or
-    the numbers are out of bounds (a step > 10**12, a total of 0 or below the step)."""
+    """The last ``Global Step`` line of ``text``: ``(step, total or None)``; None when it has no such line (among
+    the last :data:`MAX_TRIES` mentions), or the step is out of bounds (> 10**12). A total of 0 or below the step
+    is no total."""
     end = len(text)
-    while (at := text.rfind(MARK, 0, end)) >= 0:
+    for _attempt in range(MAX_TRIES):
+        at = text.rfind(MARK, 0, end)
+        if at < 0:
+            break
         stop = _BREAKS.search(text, at, at + MAX_LINE)
         line = text[at : stop.start() if stop else at + MAX_LINE]
         found = _match(line)

@@ -303,3 +303,9 @@ def test_rlark_get_and_describe_show_the_progress(env, capsys, alice, lang, time
     assert lines["fresh"].split()[3] == "-"  # no step yet
     assert main(["describe", "job", "timed", "--lang", lang]) == 0
     assert f"Progress:     {timed}" in capsys.readouterr().out
+
+
+def test_a_log_full_of_mentions_without_numbers_is_looked_at_a_bounded_number_of_times():
+    text = "Global Step: 7/9\n" + "== Global Step ==\n" * 100_000
+    assert parse_step(text) is None  # the last 64 mentions have no number: no step is made up
+    assert parse_step("Global Step: 7/9\n" + "== Global Step ==\n" * 10) == (7, 9)
