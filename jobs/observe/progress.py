@@ -144,6 +144,7 @@ class Progress:
     rate: float | None
     eta_seconds: int | None
     updated_at: datetime | None
+    running: bool = True  # the job runs now: only then is a rate shown in the text
 
     def to_dict(self) -> dict[str, Any]:
         """The API's ``progress`` object: ``{step, total, ratePerMinute, etaSeconds, updatedAt, text}``."""
@@ -163,9 +164,10 @@ def progress_of(job) -> Progress | None:
         return None
     step, total, rate = job.progress_step, job.progress_total, job.progress_rate
     eta = None
-    if job.phase == "Running" and not job.stopped and total is not None and rate and rate > 0 and step < total:
+    running = job.phase == "Running" and not job.stopped
+    if running and total is not None and rate and rate > 0 and step < total:
         eta = round((total - step) / rate * 60)
-    return Progress(step, total, rate, eta, job.progress_updated_at)
+    return Progress(step, total, rate, eta, job.progress_updated_at, running)
 
 
 def _number(n: int) -> str:
@@ -193,15 +195,15 @@ def eta_text(seconds: int) -> str:
 
 
 def text_of(progress: Progress) -> str:
-    """``step 1,200 / 10,000 · 2 h 10 m left``; without a total ``step 1,200 · 3.1 steps/min``; in the active
-    language (zh ``第 1,200 / 10,000 步 · 剩余 2 小时 10 分``)."""
+    """``step 1,200 / 10,000 · 2 h 10 m left``; without a total ``step 1,200 · 3.1 steps/min`` (the rate only
+    while the job runs); in the active language (zh ``第 1,200 / 10,000 步 · 剩余 2 小时 10 分``)."""
     if progress.total is not None:
         text = _("step %(step)s / %(total)s") % {"step": _number(progress.step), "total": _number(progress.total)}
         if progress.eta_seconds is not None:
             return _("%(progress)s · %(eta)s left") % {"progress": text, "eta": eta_text(progress.eta_seconds)}
         return text
     text = _("step %(step)s") % {"step": _number(progress.step)}
-    if progress.rate:
+    if progress.rate and progress.running:
         return f"{text} · {rate_text(progress.rate)}"
     return text
 

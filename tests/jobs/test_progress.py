@@ -89,6 +89,7 @@ def test_without_a_total_the_step_and_its_rate_only_never_an_eta():
     with override("en"):
         assert text_of(Progress(5, None, None, None, None)) == "step 5"
         assert text_of(Progress(5, None, 0.25, None, None)) == "step 5 · 0.25 steps/min"
+        assert text_of(Progress(5, None, 0.25, None, None, running=False)) == "step 5"  # stopped: no rate
 
 
 @pytest.mark.parametrize(
