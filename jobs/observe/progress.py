@@ -20,7 +20,7 @@ time left is shown, never a made-up one.
 
 from __future__ import annotations
 
-import functools
+import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -81,12 +81,25 @@ def fold_step(signals: dict[str, Any], text: str) -> dict[str, Any]:
     return signals
 
 
-@functools.lru_cache(maxsize=128)
+_TOTALS: dict[str, int | None] = {}  # digest of a config text -> its total (the texts themselves are not kept)
+MAX_TOTALS = 256
+
+
 def config_total(config: str) -> int | None:
     """``runner.max_steps`` of an attached RLinf config (YAML text) when it is a positive integer, else None
-    (none attached, invalid, or ``-1``: the steps then follow ``max_epochs`` and the data, unknown here)."""
+    (none attached, invalid, or ``-1``: the steps then follow ``max_epochs`` and the data, unknown here). Each
+    text is parsed once per process (at most :data:`MAX_TOTALS` remembered, by digest)."""
     if not config.strip():
         return None
+    key = hashlib.blake2b(config.encode("utf-8", "replace"), digest_size=16).hexdigest()
+    if key not in _TOTALS:
+        if len(_TOTALS) >= MAX_TOTALS:
+            _TOTALS.clear()
+        _TOTALS[key] = _read_total(config)
+    return _TOTALS[key]
+
+
+def _read_total(config: str) -> int | None:
     data, problems = load_config(config)
     runner = data.get("runner") if data and not problems else None
     value = runner.get("max_steps") if isinstance(runner, dict) else None
