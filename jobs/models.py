@@ -60,6 +60,13 @@ class Job(models.Model):
         blank=True,
         help_text=_("Compressed size cap of this job's archived Worker logs; empty = the console's default."),
     )
+    # Progress of the current run, written by the status sync from the Header's ``Global Step`` lines
+    # (jobs.observe.progress): the last step, the total (from the line or runner.max_steps; null = unknown), the
+    # rate in steps per minute (null until two steps were seen) and when the step last changed.
+    progress_step = models.PositiveBigIntegerField(_("progress: step"), null=True, blank=True)
+    progress_total = models.PositiveBigIntegerField(_("progress: total steps"), null=True, blank=True)
+    progress_rate = models.FloatField(_("progress: steps per minute"), null=True, blank=True)
+    progress_updated_at = models.DateTimeField(_("progress: step seen"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
     started_at = models.DateTimeField(_("started"), null=True, blank=True)
@@ -76,6 +83,14 @@ class Job(models.Model):
         ]
         verbose_name = _("job")
         verbose_name_plural = _("jobs")
+
+    def clear_progress(self) -> list[str]:
+        """Forget the progress of the run that ended (a new attempt counts its steps anew): the ``progress_*``
+        fields are set to None on this object; returns their names for ``save(update_fields=...)``."""
+        names = ["progress_step", "progress_total", "progress_rate", "progress_updated_at"]
+        for name in names:
+            setattr(self, name, None)
+        return names
 
     def current_run_id(self) -> str:
         """The ``RLARK_RUN_ID`` of the job's current run: the UID of its newest Header Pod (rank 0); "" before the

@@ -94,12 +94,13 @@ def cmd_get(client: Client, args) -> int:
         path = nxt.split("/api/v1/", 1)[1] if nxt and "/api/v1/" in nxt else ""
     if emit(args, rows):
         return 0
-    header = ("NAME", "DISPLAY NAME", "PHASE", "WORKERS", "ROLES", "OWNER", "CREATED")
+    header = ("NAME", "DISPLAY NAME", "PHASE", "PROGRESS", "WORKERS", "ROLES", "OWNER", "CREATED")
     table = [header] + [
         (
             r["name"],
             r.get("display_name") or "-",
             r["phase"] + (" (stopped)" if r.get("stopped") and r["phase"] != "Stopped" else ""),
+            progress_text(r),
             str(r.get("workers", "")),
             str(r.get("roles", "")),
             r.get("owner", ""),
@@ -111,6 +112,12 @@ def cmd_get(client: Client, args) -> int:
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return 0
+
+
+def progress_text(job: dict) -> str:
+    """The ``progress`` line the API gave for ``job`` (in the client's language), ``-`` before the first step."""
+    progress = job.get("progress")
+    return str(progress.get("text") or "-") if isinstance(progress, dict) else "-"
 
 
 def cmd_describe(client: Client, args) -> int:
@@ -128,6 +135,7 @@ def cmd_describe(client: Client, args) -> int:
         print(f"Message:      {data['message']}")
     print(f"Attempt:      {data.get('attempt')}")
     print(f"Workers:      {data.get('workers')} in {data.get('roles')} roles")
+    print(f"Progress:     {progress_text(data)}")
     print(f"Created:      {data.get('created_at')}")
     tasks = st.get("tasks") or []
     if tasks:

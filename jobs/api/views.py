@@ -30,6 +30,7 @@ from jobs.jobspec.messages import Problem
 from jobs.jobspec.rlinf import plan as rlinf_plan
 from jobs.models import Job
 from jobs.observe.headline import worker_phase, worker_phase_label
+from jobs.observe.progress import progress_of
 from jobs.observe.status import job_status as status_of
 from rlark_console import apierrors, jsontext, language
 from rlark_console.pagination import PARAMETERS as PAGINATION_PARAMETERS
@@ -69,6 +70,12 @@ class JobSummarySerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+    progress = serializers.DictField(
+        allow_null=True,
+        help_text="The last training step the sync saw: {step, total (null: unknown), ratePerMinute (null: "
+        "unknown), etaSeconds (null unless running with a total and a rate), updatedAt, text (the request's "
+        "language)}; null before the first Global Step line",
+    )
 
 
 class JobDetailSerializer(JobSummarySerializer):
@@ -129,6 +136,7 @@ def job_summary(job: Job) -> dict[str, Any]:
         "updated_at": job.updated_at,
         "started_at": job.started_at,
         "finished_at": job.finished_at,
+        "progress": progress.to_dict() if (progress := progress_of(job)) is not None else None,
     }
 
 

@@ -521,8 +521,10 @@ def _new_attempt(job: Job) -> None:
     job.started_at = timezone.now()
     job.finished_at = None
     job.conditions = []
+    progress = job.clear_progress()
     job.save(
         update_fields=[
+            *progress,
             "stopped",
             "spec",
             "attempt",

@@ -7,6 +7,7 @@ from django.db.models import Count
 from clusters.models import Cluster
 from clusters.services.nodes import gpu_key, total_free
 from jobs.models import Phase
+from jobs.observe.progress import progress_text
 from jobs.policy import visible_jobs
 
 
@@ -32,6 +33,12 @@ def overview_context(user) -> dict:
     return {
         "clusters": cluster_rows,
         "phase_counts": phase_counts,
-        "recent_jobs": list(jobs.select_related("owner")[:10]),
+        "recent_jobs": [_with_progress(job) for job in jobs.select_related("owner")[:10]],
         "job_total": sum(counts.values()),
     }
+
+
+def _with_progress(job):
+    """``job`` with ``progress_text`` set (the stored progress line, "" before the first step; no query)."""
+    job.progress_text = progress_text(job)
+    return job

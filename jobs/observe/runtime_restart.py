@@ -40,5 +40,6 @@ def new_attempt(job: Job, now: datetime) -> None:
     job.attempt += 1
     job.message = MESSAGE.format(attempt=job.attempt)
     job.conditions = set_condition(job.conditions, REASON, True, REASON, job.message, now)
-    Job.objects.filter(pk=job.pk).update(attempt=job.attempt, message=job.message, conditions=job.conditions)
+    cleared = dict.fromkeys(job.clear_progress())
+    Job.objects.filter(pk=job.pk).update(attempt=job.attempt, message=job.message, conditions=job.conditions, **cleared)
     Task.objects.filter(job=job).update(applied_attempt=job.attempt)

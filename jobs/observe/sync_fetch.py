@@ -30,6 +30,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from clusters.runtime.base import PodInfo, Runtime, RuntimeFailure
+from jobs.observe import progress
 from jobs.observe.log_markers import merge_signals
 
 logger = logging.getLogger(__name__)
@@ -389,7 +390,7 @@ def _read_logs(
             return
         probed[key] = time.monotonic()
         base = {} if chunk.reset else signals
-        merged = merge_signals(base, text + chunk.text)
+        merged = progress.fold_step(merge_signals(base, text + chunk.text), text + chunk.text)
         merged.update(key=key, stateKey=state_key(info), cursor=chunk.cursor)
         if sizes is not None and info.name in sizes and len(chunk.text) < READ_LIMIT // 2:
             merged["size"] = sizes[info.name]  # read to the end: the next read waits until the log grows

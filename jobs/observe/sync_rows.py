@@ -22,7 +22,7 @@ from clusters.models import Cluster
 from clusters.runtime.base import ContainerState, PodInfo
 from jobs.control import controller
 from jobs.models import Job, Phase, Pod, Task
-from jobs.observe import bulk, runtime_restart
+from jobs.observe import bulk, progress, runtime_restart
 from jobs.observe.phases import aggregate, is_stale
 from rlark_console.id_sets import id_in
 
@@ -152,6 +152,7 @@ def diff(
         runtime_restart.new_attempt(job, now)
         out.runtime_restarted = False
     out.tasks, out.job_fields, out.terminal_now = aggregate(job, tasks, rows, down, now)
+    out.job_fields = {**out.job_fields, **progress.job_fields(job, tasks, pods_by_task, signals, now)}
     return out
 
 

@@ -35,6 +35,7 @@ from jobs.jobspec.layout import display_role_of
 from jobs.models import Job, Phase, Pod
 from jobs.observe.headline import job_headline, worker_phase, worker_phase_label
 from jobs.observe.job_list import WorkerCounts, worker_counts
+from jobs.observe.progress import percent_of, progress_text
 from jobs.observe.status import (
     DEFAULT_TAIL,
     format_duration,
@@ -90,6 +91,8 @@ def job_list(request: HttpRequest) -> HttpResponse:
                 "percent": headline.percent,
                 "headline": headline,
                 "runtime": format_duration(runtime_seconds(job)),
+                "progress": progress_text(job),  # stored by the sync: no query, no log read
+                "progress_percent": percent_of(job),
                 "terminal": job.phase in TERMINAL,
                 "message": localized_message(job.message),
             }
@@ -218,6 +221,7 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
         "summary": summary,
         "clusters": clusters,
         "runtime": format_duration(runtime_seconds(job)),
+        "progress": progress_text(job),
         "terminal": job.phase in TERMINAL,
         "can_change": policy.can_change_job(request.user, job),
         "synced": any(w["pod"] for w in workers),
