@@ -5,8 +5,9 @@ see.
   ``reasons``, ``approval``, the five ``items``) plus ``canApprove``;
 - ``POST /api/v1/jobs/{name}/approve/`` ``{"items": ["compatibility", "site", "stop", "limits", "data"],
   "stopPlan": "<1-4000 characters>"}``: approve the job as stored now (a safety approver who did not submit it);
-  200 the gate; 403 ``{"code": "forbidden" | "own_job", "detail"}``; 400 ``{"code": "invalid" | "not_robot_job",
-  "detail", "errors": [sentences]}``.
+  200 the gate; 403 ``{"code": "forbidden" | "own_job", "detail", "errors"}``; 400 ``{"code": "invalid" |
+  "not_robot_job", "detail", "errors": [{path, code, message}]}`` (one per problem: each item not confirmed, the stop
+  plan).
 
 Messages follow the request language (``Accept-Language`` / the language cookie).
 """
@@ -52,12 +53,14 @@ class JobApproveView(APIView):
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items) or not isinstance(plan, str):
             field = "stopPlan" if isinstance(items, list) else "items"
             detail = _("items must be a list of item keys and stopPlan a text.")
-            return Response({"code": "invalid", "field": field, "detail": detail, "errors": [detail]}, status=400)
+            errors = [{"path": field, "code": "invalid", "message": detail}]
+            return Response({"code": "invalid", "field": field, "detail": detail, "errors": errors}, status=400)
         try:
             safety.approve(job, request.user, items, plan, request=request)
         except safety.ApprovalRefused as exc:
             code = 403 if exc.code in ("forbidden", "own_job") else 400
-            return Response({"code": exc.code, "detail": str(exc), "errors": exc.errors}, status=code)
+            errors = [{"path": "", "code": exc.code, "message": text} for text in exc.errors]
+            return Response({"code": exc.code, "detail": str(exc), "errors": errors}, status=code)
         return Response(_body(request, job))
 
 

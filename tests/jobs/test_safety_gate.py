@@ -98,7 +98,7 @@ def test_the_submitter_cannot_approve_and_every_item_and_a_stop_plan_are_needed(
         "/api/v1/jobs/ppo-job/approve/", {"items": ITEMS[:3], "stopPlan": " "}, format="json", HTTP_ACCEPT_LANGUAGE="en"
     )
     assert partial.status_code == 400 and partial.json()["code"] == "invalid"
-    text = " ".join(partial.json()["errors"])
+    text = " ".join(e["message"] for e in partial.json()["errors"])
     assert "Speed, force, travel and workspace limits" in text and "data and control commands" in text
     assert "stop plan" in text
     too_long = carol.post("/api/v1/jobs/ppo-job/approve/", {"items": ITEMS, "stopPlan": "x" * 4001}, format="json")
