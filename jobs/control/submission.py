@@ -76,8 +76,9 @@ def check_document(
 ) -> tuple[dict | None, ValidationResult]:
     """Parse (text) -> normalize -> validate against ``Inventory.from_db(user)``. No side effects.
 
-    Returns ``(normalized document or None when unparsable, result)``. The wizard, YAML page, API and CLI all go
-    through here (or ``create_job``/``update_job``), so they report identical codes.
+    Returns ``(normalized document or None when unparsable, result)``; a new robot job's document has
+    ``spec.stopped: true`` (``safety.hold_new``). The wizard, YAML page, API and CLI all go through here (or
+    ``create_job``/``update_job``), so they report identical codes.
     """
     if isinstance(document_or_text, str | bytes):
         document, problems = parse_text(document_or_text, content_type)
@@ -93,6 +94,8 @@ def check_document(
     inventory = Inventory.from_db(user, exclude_job=exclude_job, key_owners=key_owners)
     result = validate(document, inventory, rlinf_config=rlinf_config or None)
     result.problems.extend(_single_user_problems(document, user, exclude_job))
+    if exclude_job is None:
+        safety.hold_new(document, result)  # a new robot job is stored stopped: the previews show it so
     return document, result
 
 
