@@ -29,6 +29,7 @@ from jobs.jobspec.messages import Problem
 from jobs.jobspec.robot import RobotReason, robot_reasons, spec_hash
 from jobs.jobspec.validator import ValidationResult
 from jobs.models import Job, SafetyApproval
+from rlark_console import pagetime
 from rlark_console.language import lang, translate
 
 PERMISSION = "jobs.approve_robot_job"
@@ -114,7 +115,7 @@ def check_start(job: Job, run_script: str | None = None) -> None:
     params = {"job": job.name, "reasons": reasons_text(g.reasons)}
     if g.approval is None:
         raise SafetyGateClosed(Problem("", "safety_approval_missing", params))
-    params.update(approver=g.approval.approver_name, time=f"{g.approval.approved_at:%Y-%m-%d %H:%M:%S} UTC")
+    params.update(approver=g.approval.approver_name, time=pagetime.label(g.approval.approved_at))
     raise SafetyGateClosed(Problem("", "safety_approval_stale", params))
 
 
@@ -192,14 +193,15 @@ def approve(job: Job, user, confirmed: Iterable[str], stop_plan: str, request=No
 
 def gate_dict(g: Gate, lang: str = "zh-hans") -> dict:
     """The API shape of a gate: ``{robot, open, current, reasons: [{path, code, message}], approval: null |
-    {approver, approvedAt (ISO 8601), items: [{key, text}], stopPlan, specSha256}, items: [{key, text}]}``;
-    texts in ``lang``."""
+    {approver, approvedAt (ISO 8601), approvedAtLabel (the pages' zone), items: [{key, text}], stopPlan,
+    specSha256}, items: [{key, text}]}``; texts in ``lang``."""
     approval = None
     if g.approval is not None:
         a = g.approval
         approval = {
             "approver": a.approver_name,
             "approvedAt": a.approved_at.isoformat() if a.approved_at else None,
+            "approvedAtLabel": pagetime.label(a.approved_at) if a.approved_at else "",
             "items": [{"key": k, "text": translate(ITEMS[k], lang)} for k in a.items if k in ITEMS],
             "stopPlan": a.stop_plan,
             "specSha256": a.spec_hash,
