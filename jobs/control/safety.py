@@ -24,9 +24,10 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from accounts.audit import record
-from jobs.jobspec.inventory import Inventory
+from clusters.models import Node
+from jobs.jobspec.inventory import NodeInfo
 from jobs.jobspec.messages import Problem
-from jobs.jobspec.robot import RobotReason, robot_reasons, spec_hash
+from jobs.jobspec.robot import ROBOT_CATEGORIES, RobotReason, robot_reasons, spec_hash
 from jobs.jobspec.validator import ValidationResult
 from jobs.models import Job, SafetyApproval
 from rlark_console import pagetime
@@ -94,9 +95,19 @@ def reasons_text(reasons: list[RobotReason]) -> str:
     return "; ".join(f"{r.role or 'RLinf'}: {r.detail}" for r in reasons)
 
 
+def robot_nodes() -> list[NodeInfo]:
+    """The nodes of category ``robot`` or ``edge`` of every cluster (one query): the only ones a selector can make
+    a robot job with (``jobs.jobspec.robot``)."""
+    rows = Node.objects.filter(category__in=ROBOT_CATEGORIES).values("cluster__name", "name", "labels", "category")
+    return [NodeInfo(r["cluster__name"], r["name"], labels=r["labels"] or {}, category=r["category"]) for r in rows]
+
+
 def gate(job: Job) -> Gate:
-    """The :class:`Gate` of ``job`` (reads the nodes and the job's newest approval: a few queries)."""
-    reasons = robot_reasons(job.spec or {}, Inventory.from_db().nodes, job.rlinf_config or None)
+    """The :class:`Gate` of ``job``: one query for the robot nodes, one more for its newest approval when it is a
+    robot job (a job that drives no robot has an empty gate, whatever it was once approved for)."""
+    reasons = robot_reasons(job.spec or {}, robot_nodes(), job.rlinf_config or None)
+    if not reasons:
+        return Gate()
     approval = job.safety_approvals.select_related("approver").first()
     current = approval is not None and approval.spec_hash == spec_hash(job.spec or {}, job.rlinf_config or "")
     return Gate(reasons, approval, current)
@@ -169,7 +180,7 @@ def approve(job: Job, user, confirmed: Iterable[str], stop_plan: str, request=No
         )
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job.pk)
-        if not robot_reasons(job.spec or {}, Inventory.from_db().nodes, job.rlinf_config or None):
+        if not robot_reasons(job.spec or {}, robot_nodes(), job.rlinf_config or None):
             raise ApprovalRefused("not_robot_job", [_("This job drives no real robot: it needs no safety approval.")])
         if errors:
             raise ApprovalRefused("invalid", errors)

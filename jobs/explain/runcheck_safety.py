@@ -1,7 +1,7 @@
 """The safety approval of a robot job in the Run check record (seed 02-confirm-job-running check 6; seed
 03-onboard-existing-rlinf-workload: "全部确认后，再把安全审批结果和停止方案写入本次运行记录").
 
-A job that drives no robot and was never approved adds nothing, so its record keeps the seed's template exactly.
+A job that drives no robot adds nothing, so its record keeps the seed's template exactly.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ def _cell(text: str) -> str:
 
 def safety_record(job, lang: str) -> tuple[str, list[str]]:
     """``(row 6 note, lines after the table)`` for ``job``: the approval (approver, time, whether it covers the
-    spec as stored), the five confirmed items and the stop plan; ``("", [])`` for a job with no robot and no
-    approval."""
+    spec as stored), the five confirmed items and the stop plan; ``("", [])`` for a job that drives no robot."""
     g = gate(job)
-    if not g.robot and g.approval is None:
+    if not g.robot:
         return "", []
     a = g.approval
     if a is None:

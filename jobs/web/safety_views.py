@@ -26,9 +26,9 @@ from rlark_console import language
 
 def safety_section(request: HttpRequest, job: Job) -> dict[str, Any] | None:
     """``{gate: gate_dict, can_approve, is_owner, max_stop_plan}`` for the job page; None when the job is not a
-    robot job and was never approved."""
+    robot job."""
     g = safety.gate(job)
-    if not g.robot and g.approval is None:
+    if not g.robot:
         return None
     return {
         "gate": safety.gate_dict(g, language.lang()),
