@@ -47,8 +47,11 @@ def get_job_for_review(user, name: str) -> Job:
     any job's page and approve robot jobs (``jobs.control.safety``), but change nothing else (:func:`can_change_job`
     stays owner or staff). Raises ``Http404`` otherwise."""
     job = Job.objects.filter(name=name).select_related("owner").first()
-    reviewer = getattr(user, "is_authenticated", False) and user.is_active and user.has_perm("jobs.approve_robot_job")
-    if job is None or not (reviewer or can_view_job(user, job)):
+    if job is not None and can_view_job(user, job):
+        return job
+    if job is None or not (getattr(user, "is_authenticated", False) and user.is_active):
+        raise Http404(_("Job not found."))
+    if not user.has_perm("jobs.approve_robot_job"):  # asked only of a user who may not see the job otherwise
         raise Http404(_("Job not found."))
     return job
 

@@ -86,7 +86,7 @@ SAFETY_ITEMS = ("compatibility", "site", "stop", "limits", "data")  # jobs.contr
 
 
 def _ask(question: str) -> bool:
-    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes", "是")
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
 
 
 def cmd_approve(client: Client, args) -> int:
@@ -106,7 +106,7 @@ def cmd_approve(client: Client, args) -> int:
             print(f"  {reason.get('message')}")
         items = [i["key"] for i in gate.get("items") or [] if _ask(i.get("text", i["key"]))]
     if not plan and sys.stdin.isatty():
-        plan = input("stop plan / 停止方案: ")
+        plan = input("stop plan: ")
     payload = json.dumps({"items": items, "stopPlan": plan}).encode("utf-8")
     status, data = client.request("POST", path, payload, "application/json")
     if status != 200:
