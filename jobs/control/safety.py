@@ -96,9 +96,11 @@ def reasons_text(reasons: list[RobotReason]) -> str:
 
 
 def robot_nodes() -> list[NodeInfo]:
-    """The nodes of category ``robot`` or ``edge`` of every cluster (one query): the only ones a selector can make
-    a robot job with (``jobs.jobspec.robot``)."""
-    rows = Node.objects.filter(category__in=ROBOT_CATEGORIES).values("cluster__name", "name", "labels", "category")
+    """Every node with its cluster, labels and category (one query; none when no node is of category ``robot`` or
+    ``edge``, since then no selector can make a robot job, ``jobs.jobspec.robot``)."""
+    rows = list(Node.objects.values("cluster__name", "name", "labels", "category"))
+    if not any(r["category"] in ROBOT_CATEGORIES for r in rows):
+        return []
     return [NodeInfo(r["cluster__name"], r["name"], labels=r["labels"] or {}, category=r["category"]) for r in rows]
 
 

@@ -3,15 +3,17 @@
 Seed 03-onboard-existing-rlinf-workload (§ 接入真机任务前完成安全确认): "任何可能连接或驱动真实机器人的任务，都必须先由
 设备团队和安全审批人确认" five things before it runs. A job is a **robot job** when any of these holds:
 
-- a role's ``nodeSelector`` (non-empty) matches a node of category ``robot`` or ``edge`` in the role's cluster
-  (``clusters.models.Node.category``; ``clusters.selectors.matches``);
+- a role's ``nodeSelector`` (non-empty) matches only nodes of category ``robot`` or ``edge`` in the role's cluster
+  (``clusters.models.Node.category``; ``clusters.selectors.matches``), so its Workers run on robot nodes;
 - a role requests a robot device resource: ``rlinf.io/device`` or ``rlinf.io/device-<type>`` above 0 (the names
   ``clusters.services.nodes`` lists and the wizard requests);
 - its attached RLinf config has a node group whose ``hardware.type`` is a robot (rlinf.md 8.2: ``Franka``,
   ``DualFranka``, ``DOSW1``, ``Turtle2``, ``GimArm``).
 
-A role with no selector is not counted for its cluster's robot nodes: it asks for no robot, and the scheduler's
-choice does not make it drive one. :func:`problems` gives one warning (code ``robot_job``) per reason, so the
+A role with no selector, or one that also matches other nodes (the demo's ``pool=rollout`` matches a GPU node
+and the demo robot node), is not counted by its selector: it asks for no robot, and the scheduler's choice does not
+make it drive one; a role that drives the robot requests its device resource, as the wizard does.
+:func:`problems` gives one warning (code ``robot_job``) per reason, so the
 validator says which it is and why; :func:`spec_hash` is the sha256 an approval stores (roles, images, selectors,
 scripts, env and the attached RLinf config: the whole ``spec.tasks`` and the config text).
 """
@@ -87,11 +89,10 @@ def _node_reasons(i: int, t: dict, nodes: list[NodeInfo]) -> list[RobotReason]:
     if not selector:
         return []
     cluster = str(t.get("cluster") or "").strip()
-    hits = [
-        n
-        for n in nodes
-        if n.category in ROBOT_CATEGORIES and (not cluster or n.cluster == cluster) and matches(selector, n.labels)
-    ]
+    matched = [n for n in nodes if (not cluster or n.cluster == cluster) and matches(selector, n.labels)]
+    hits = [n for n in matched if n.category in ROBOT_CATEGORIES]
+    if not hits or len(hits) < len(matched):  # the role may run elsewhere: it does not select robot nodes
+        return []
     role = str(t.get("name") or f"#{i + 1}")
     return [
         RobotReason("node", role, f"{n.cluster}/{n.name} ({n.category})", f"spec.tasks[{i}].nodeSelector")

@@ -27,7 +27,7 @@ def test_safety_section_and_approve_form(page, live_server, client, alice, djang
     monkeypatch.setattr(controller, "request_reconcile", lambda _job: None)  # no Workers run in this test
     ARTIFACTS.mkdir(exist_ok=True)
     seed_db(alice)
-    Node.objects.filter(name="gpu-2").update(category="robot")
+    Node.objects.filter(name__in=["gpu-1", "gpu-2"]).update(category="robot")
     job = submission.create_job(alice, base_doc())
     assert job.stopped
     carol = django_user_model.objects.create_user("carol", "", "carol-pass-1")
@@ -39,7 +39,7 @@ def test_safety_section_and_approve_form(page, live_server, client, alice, djang
         page.goto(f"{live_server.url}/jobs/ppo-job/")
         section = page.locator("[data-testid=safety]")
         expect(section.locator("[data-testid=safety-status]")).to_contain_text(missing)
-        expect(section.locator("[data-testid=safety-reasons]")).to_contain_text("gpu-2")
+        expect(section.locator("[data-testid=safety-reasons]")).to_contain_text("local/gpu-2")
         expect(section.locator("[data-testid=safety-owner-note]")).to_be_visible()
         expect(section.locator("[data-testid=safety-form]")).to_have_count(0)
         page.screenshot(path=str(ARTIFACTS / f"safety-owner-{lang}.png"), full_page=True)

@@ -21,13 +21,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def env(live_server, alice, django_user_model, monkeypatch, tmp_path):
-    """A live console with the test inventory, node gpu-2 of category robot; alice's token set; returns
-    ``(tmp_path, carol's token)`` (carol: a safety approver)."""
+    """A live console with the test inventory, nodes gpu-1 and gpu-2 (pool=rollout) of category robot; alice's
+    token set; returns ``(tmp_path, carol's token)`` (carol: a safety approver)."""
     from jobs.control import controller
 
     monkeypatch.setattr(controller, "request_reconcile", lambda _job: None)
     seed_db(alice)
-    Node.objects.filter(name="gpu-2").update(category="robot")
+    Node.objects.filter(name__in=["gpu-1", "gpu-2"]).update(category="robot")
     carol = django_user_model.objects.create_user("carol", "", "carol-pass-1")
     carol.user_permissions.add(Permission.objects.get(codename="approve_robot_job"))
     alice.user_permissions.add(Permission.objects.get(codename="approve_robot_job"))

@@ -5,15 +5,19 @@ clears it, and the approval in the audit log and the Run check record."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
+import yaml
 from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
 from accounts.models import AuditEvent
 from clusters.models import Node
 from jobs.jobspec import robot
+from jobs.jobspec.inventory import NodeInfo
 from jobs.models import Job
+from launcher.management.commands.seed_demo import DEMO_NODES
 from tests.shared_spec import RLINF_CONFIGS
 from tests.spec_fixtures import base_doc, container, inventory
 
@@ -38,8 +42,8 @@ def approver(django_user_model):
 
 @pytest.fixture
 def robot_job(api):
-    """alice's job whose rollout selector matches a node of category ``robot`` (created through the API)."""
-    Node.objects.filter(name="gpu-2").update(category="robot")
+    """alice's job whose rollout selector matches only nodes of category ``robot`` (created through the API)."""
+    Node.objects.filter(name__in=["gpu-1", "gpu-2"]).update(category="robot")
     r = api.post("/api/v1/jobs/", base_doc(), format="json")
     assert r.status_code == 201, r.json()
     return r.json()
@@ -48,10 +52,13 @@ def robot_job(api):
 def test_the_validator_says_which_jobs_are_robot_jobs_and_why():
     inv = inventory()
     assert robot.robot_reasons(base_doc(), inv.nodes) == []
-    inv.nodes[2].category = "robot"
-    [reason] = robot.robot_reasons(base_doc(), inv.nodes)
-    assert reason.kind == "node" and reason.role == "rollout" and "local/gpu-2 (robot)" in reason.detail
-    assert "gpu-2" in reason.problem().message("en") and reason.problem().severity == "warning"
+    inv.nodes[2].category = "robot"  # pool=rollout matches gpu-1 (a GPU node) and gpu-2: it may run on either
+    assert robot.robot_reasons(base_doc(), inv.nodes) == []
+    inv.nodes[1].category = "edge"  # now the rollout selects robot/edge nodes only
+    reasons = robot.robot_reasons(base_doc(), inv.nodes)
+    assert [(r.kind, r.role) for r in reasons] == [("node", "rollout"), ("node", "rollout")]
+    assert [r.detail for r in reasons] == ["local/gpu-1 (edge)", "local/gpu-2 (robot)"]
+    assert "gpu-1" in reasons[0].problem().message("en") and reasons[0].problem().severity == "warning"
     doc = base_doc()
     container(doc, 1)["resources"]["requests"]["rlinf.io/device-franka"] = "1"
     kinds = {r.kind: r.detail for r in robot.robot_reasons(doc, inventory().nodes)}
@@ -64,6 +71,18 @@ def test_the_validator_says_which_jobs_are_robot_jobs_and_why():
     assert math == []
 
 
+def test_the_demo_job_on_the_demo_nodes_is_no_robot_job():
+    """The demo's rollout (pool=rollout) matches a GPU node and the demo robot node: it may run on either and
+    requests no device, so the first job of the README starts without a safety approval."""
+    nodes = [
+        NodeInfo("local", n["name"], labels=n["labels"], category=n["labels"].get("rlark.io/node-category", ""))
+        for n in DEMO_NODES
+    ]
+    assert any(n.category == "robot" for n in nodes)
+    demo = yaml.safe_load(Path("examples/demo/job.yaml").read_text())
+    assert robot.robot_reasons(demo, nodes) == []
+
+
 def test_a_robot_job_is_stored_stopped_and_start_is_refused_until_approved(api, robot_job, approver):
     assert "robot_job" in {w["code"] for w in robot_job["warnings"]}
     assert "safety" in robot_job["safety_hold"] or "安全" in robot_job["safety_hold"]
@@ -72,7 +91,7 @@ def test_a_robot_job_is_stored_stopped_and_start_is_refused_until_approved(api, 
     refused = api.post("/api/v1/jobs/ppo-job/start/", HTTP_ACCEPT_LANGUAGE="en")
     assert refused.status_code == 409 and refused.json()["code"] == "safety_approval_missing"
     detail = refused.json()["detail"]
-    assert "has no safety approval" in detail and "rlark approve ppo-job" in detail and "gpu-2" in detail
+    assert "has no safety approval" in detail and "rlark approve ppo-job" in detail and "local/gpu-1" in detail
     zh = api.post("/api/v1/jobs/ppo-job/start/", HTTP_ACCEPT_LANGUAGE="zh-hans").json()["detail"]
     assert "安全审批" in zh
     assert Job.objects.get(name="ppo-job").stopped is True
