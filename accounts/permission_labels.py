@@ -4,12 +4,17 @@
 Django stores a model's default permission names in English at migration time (``Can add API token``), so they
 never follow the language. :func:`label` builds the picker's text from what is translated instead: the app's and
 the model's verbose names and the action of the four default codenames (``add_``, ``change_``, ``delete_``,
-``view_``). A custom permission keeps its own (stored) name.
+``view_``). A custom permission reads its entry of :data:`CUSTOM`, else its own (stored) name.
 """
 
 from __future__ import annotations
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
+# Custom permissions (``Meta.permissions``; stored in English) -> their msgid, so the picker reads them translated.
+# ``approve_robot_job``: the safety approver of robot jobs (jobs.models_safety, jobs.control.safety).
+CUSTOM: dict[str, str] = {"approve_robot_job": gettext_noop("Can approve real-robot jobs (safety approver)")}
 
 
 def _action(codename: str, model: str) -> str | None:
@@ -34,6 +39,8 @@ def label(permission) -> str:
     model = str(meta.verbose_name)
     expected = f"{permission.codename.partition('_')[0]}_{meta.model_name}"
     text = _action(permission.codename, model) if permission.codename == expected else None
+    if text is None and permission.codename in CUSTOM:
+        text = _(CUSTOM[permission.codename])
     return f"{app} | {model} | {text or permission.name}"
 
 

@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils.html import format_html_join
 from django.utils.translation import gettext_lazy as _
 
-from jobs.models import Job, Pod, Task
+from jobs.models import Job, Pod, SafetyApproval, Task
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -68,6 +68,15 @@ class PodAdmin(ReadOnlyAdmin):
     list_display = ["name", "task", "node", "ip", "phase", "restart_count", "exit_code", "started_at"]
     list_filter = ["phase"]
     search_fields = ["name", "task__name", "node"]
+
+
+@admin.register(SafetyApproval)
+class SafetyApprovalAdmin(ReadOnlyAdmin):
+    """Safety approvals of robot jobs (given on the job page, the API or ``rlark approve``; never edited here)."""
+
+    list_display = ["job", "approver_name", "approved_at", "spec_hash"]
+    search_fields = ["job__name", "approver_name"]
+    date_hierarchy = "approved_at"
 
 
 class UserJobsAdmin(admin.ModelAdmin):

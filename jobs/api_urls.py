@@ -30,3 +30,8 @@ urlpatterns += diagnosis_api.urlpatterns
 from jobs.api import checkpoints as checkpoints_api  # noqa: E402
 
 urlpatterns += checkpoints_api.urlpatterns
+
+# The safety approval of a robot job.
+from jobs.api import safety as safety_api  # noqa: E402
+
+urlpatterns += safety_api.urlpatterns

@@ -235,3 +235,4 @@ class PodLogScan(models.Model):
 
 
 from jobs.models_metrics import MetricSample  # noqa: E402,F401  (the Metrics tab's samples; own module)
+from jobs.models_safety import SafetyApproval  # noqa: E402,F401  (approvals of robot jobs; own module)

@@ -42,6 +42,20 @@ def get_job_for(user, name: str) -> Job:
     return job
 
 
+def get_job_for_review(user, name: str) -> Job:
+    """Like :func:`get_job_for`, and also for a safety approver (permission ``jobs.approve_robot_job``): they read
+    any job's page and approve robot jobs (``jobs.control.safety``), but change nothing else (:func:`can_change_job`
+    stays owner or staff). Raises ``Http404`` otherwise."""
+    job = Job.objects.filter(name=name).select_related("owner").first()
+    if job is not None and can_view_job(user, job):
+        return job
+    if job is None or not (getattr(user, "is_authenticated", False) and user.is_active):
+        raise Http404(_("Job not found."))
+    if not user.has_perm("jobs.approve_robot_job"):  # asked only of a user who may not see the job otherwise
+        raise Http404(_("Job not found."))
+    return job
+
+
 def can_view_log_archive(user, owner_id: int | None) -> bool:
     """True when ``user`` may read the kept logs of a deleted job owned by ``owner_id`` (same rule as
     :func:`can_view_job`: staff, or the job's owner)."""

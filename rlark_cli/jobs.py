@@ -1,5 +1,5 @@
-"""The job commands of ``rlark``: validate, apply, get, describe, stop/start/restart/delete, checkpoints, resume
-and plan."""
+"""The job commands of ``rlark``: validate, apply, get, describe, stop/start/restart/delete, approve, checkpoints,
+resume and plan."""
 
 from __future__ import annotations
 
@@ -77,6 +77,43 @@ def cmd_apply(client: Client, args) -> int:
         text = problems_text({"warnings": data.get("warnings") or []})
         if text:
             print(text)
+        if data.get("safety_hold"):
+            print(data["safety_hold"])
+    return 0
+
+
+SAFETY_ITEMS = ("compatibility", "site", "stop", "limits", "data")  # jobs.control.safety.ITEMS, in order
+
+
+def _ask(question: str) -> bool:
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+
+
+def cmd_approve(client: Client, args) -> int:
+    """``rlark approve NAME``: the safety approval of a robot job (``POST .../approve/``). Each of the five items is
+    confirmed by its flag (or ``--all``); without flags, on a terminal, each item is asked with the console's text
+    (``GET .../approve/``), then the stop plan unless ``--stop-plan`` / ``--stop-plan-file`` gives it. The server
+    says what is missing (not a safety approver, the submitter, an item not confirmed, no stop plan)."""
+    path = f"jobs/{urllib.parse.quote(args.name)}/approve/"
+    items = [key for key in SAFETY_ITEMS if args.all or getattr(args, f"confirm_{key}")]
+    plan = read_file(args.stop_plan_file) if args.stop_plan_file else (args.stop_plan or "")
+    interactive = sys.stdin.isatty() and not args.all and not items
+    if interactive:
+        status, gate = client.request("GET", path)
+        if status != 200 or not isinstance(gate, dict):
+            raise fail(status, gate, f"approve {args.name}")
+        for reason in gate.get("reasons") or []:
+            print(f"  {reason.get('message')}")
+        items = [i["key"] for i in gate.get("items") or [] if _ask(i.get("text", i["key"]))]
+    if not plan and sys.stdin.isatty():
+        plan = input("stop plan: ")
+    payload = json.dumps({"items": items, "stopPlan": plan}).encode("utf-8")
+    status, data = client.request("POST", path, payload, "application/json")
+    if status != 200:
+        raise fail(status, data, f"approve {args.name}")
+    if not emit(args, data):
+        approval = (data or {}).get("approval") or {}
+        print(f"job/{args.name} approved by {approval.get('approver')} at {approval.get('approvedAt')}")
     return 0
 
 
@@ -247,6 +284,21 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
         p = sub.add_parser(action, parents=[common], help=f"{action} a job")
         p.add_argument("name")
         p.set_defaults(func=cmd_action)
+
+    p = sub.add_parser("approve", parents=[common], help="give the safety approval of a robot job")
+    p.add_argument("name")
+    p.add_argument("--all", action="store_true", help="confirm all five safety items")
+    for key, text in (
+        ("compatibility", "device, firmware, driver, SDK, control mode and image compatibility"),
+        ("site", "on-site operator, isolated area, access control and a named safety owner"),
+        ("stop", "e-stop, power-off, reset and communication-loss handling, tested"),
+        ("limits", "speed, force, travel and workspace limits and the stop conditions for abnormal motion"),
+        ("data", "approval, audit and recovery plan for data and control commands"),
+    ):
+        p.add_argument(f"--{key}", dest=f"confirm_{key}", action="store_true", help=f"confirm: {text}")
+    p.add_argument("--stop-plan", help="the stop plan (at most 4000 characters)")
+    p.add_argument("--stop-plan-file", help="file with the stop plan, - for stdin")
+    p.set_defaults(func=cmd_approve)
 
     p = sub.add_parser("checkpoints", parents=[common], help="list a job's checkpoints and their state")
     p.add_argument("name")

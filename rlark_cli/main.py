@@ -11,6 +11,7 @@ Commands::
     rlark get jobs [--phase P] [--owner U] [--search S]
     rlark describe job NAME
     rlark stop|start|restart|delete NAME
+    rlark approve NAME [--all | --compatibility --site --stop --limits --data] [--stop-plan TEXT|--stop-plan-file F]
     rlark checkpoints NAME                            # each global_step_<N>: state, size, run
     rlark resume NAME [--checkpoint PATH|latest] [--run-script FILE]   # a new run from a complete checkpoint
     rlark plan -f rlinf.yaml

@@ -24,6 +24,7 @@ from rest_framework.views import APIView
 
 from jobs import policy
 from jobs.api.views import job_detail
+from jobs.control import safety
 from jobs.observe import checkpoints as checkpoint_service
 from rlark_console import language
 
@@ -60,6 +61,8 @@ class JobResumeView(APIView):
             job = checkpoint_service.resume(job, choice, run_script, actor=request.user, request=request)
         except checkpoint_service.CheckpointRefused as exc:
             return Response({"code": "invalid", "field": exc.field, "detail": exc.message(language.lang())}, 400)
+        except safety.SafetyGateClosed as exc:  # a robot job runs only as approved
+            return Response({"code": exc.code, "detail": str(exc)}, status=409)
         job.refresh_from_db()
         return Response({**job_detail(job), "resume": job.resume})
 

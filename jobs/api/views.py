@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 from clusters.runtime.base import RuntimeFailure
 from jobs import policy
 from jobs.api.parsers import RAW_PARSERS, RawBody
-from jobs.control import controller, submission
+from jobs.control import controller, safety, submission
 from jobs.jobspec.document import normalize, parse_text, render_yaml
 from jobs.jobspec.layout import task_layout
 from jobs.jobspec.messages import Problem
@@ -159,6 +159,8 @@ def job_detail(job: Job) -> dict[str, Any]:
     result = getattr(job, "validation", None)
     if result is not None:
         data["warnings"] = [p.to_dict(language.lang()) for p in result.warnings]
+    if getattr(job, "safety_hold", ""):
+        data["safety_hold"] = job.safety_hold  # stored stopped until a safety approval (jobs.control.safety)
     return data
 
 
@@ -380,14 +382,19 @@ class JobDetailView(APIView):
 
 
 class JobActionView(APIView):
-    """``POST /api/v1/jobs/{name}/stop|start|restart/`` -> 200 job detail."""
+    """``POST /api/v1/jobs/{name}/stop|start|restart/`` -> 200 job detail; 409 ``{code: safety_approval_missing |
+    safety_approval_stale, detail}`` when a robot job without a current safety approval would start (Stop is never
+    refused)."""
 
     action = ""
 
     @extend_schema(request=None, responses={200: JobDetailSerializer, 404: NOT_FOUND})
     def post(self, request, name: str):
         job = policy.get_job_for(request.user, name)
-        job = _controller_call(getattr(controller, self.action), job, request)
+        try:
+            job = _controller_call(getattr(controller, self.action), job, request)
+        except safety.SafetyGateClosed as exc:  # a robot job without a current safety approval: nothing changed
+            return Response({"code": exc.code, "detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         job.refresh_from_db()
         return Response(job_detail(job))
 

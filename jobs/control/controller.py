@@ -42,7 +42,7 @@ from clusters.ray_auth import job_token
 from clusters.runtime import registry
 from clusters.runtime.base import Runtime, RuntimeFailure, TaskManifest
 from domains.services import release_job
-from jobs.control import log_archive, tracking
+from jobs.control import log_archive, safety, tracking
 from jobs.jobspec.checkpoints import header_template
 from jobs.jobspec.conditions import set_condition
 from jobs.jobspec.layout import task_layout
@@ -458,10 +458,12 @@ def start(job: Job, actor=None, request=None) -> Job:
     """Clear ``stopped`` and re-create the Workers: a new run, not a resume from a checkpoint.
 
     From Stopped, Succeeded or Failed the job goes back to Pending with ``attempt`` += 1 and
-    a fresh start time; starting a job that is already running only re-applies it.
+    a fresh start time; starting a job that is already running only re-applies it. Raises
+    ``safety.SafetyGateClosed`` (nothing changed) for a robot job without a current safety approval.
     """
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job.pk)
+        safety.check_start(job)  # a robot job needs a current safety approval (raises SafetyGateClosed)
         if job.stopped or job.phase in (*TERMINAL, Phase.STOPPED):
             _new_attempt(job)
         _audit(actor, "job.start", job, request, attempt=job.attempt)
@@ -473,6 +475,7 @@ def restart(job: Job, actor=None, request=None) -> Job:
     """Re-create every Worker of the job (also from Succeeded/Failed/Stopped; ``attempt`` += 1)."""
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job.pk)
+        safety.check_start(job)
         _new_attempt(job)
         _audit(actor, "job.restart", job, request, attempt=job.attempt)
         request_reconcile(job)
@@ -486,6 +489,7 @@ def resume(job: Job, *, directory: str, step: int, from_run: str, run_script: st
     template's, for this run only (``Job.resume``; Start and Restart clear it). Audited as ``job.resume``."""
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job.pk)
+        safety.check_start(job, run_script=run_script)
         _new_attempt(job)
         job.resume = {"dir": directory, "step": step, "fromRun": from_run, "runScript": run_script}
         job.save(update_fields=["resume"])

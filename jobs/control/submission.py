@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from accounts.audit import record
 from clusters.runtime.local import tenancy
 from jobs import policy
-from jobs.control import controller
+from jobs.control import controller, safety
 from jobs.control import tenancy as local_occupants
 from jobs.jobspec.document import (
     DISPLAY_NAME,
@@ -76,8 +76,9 @@ def check_document(
 ) -> tuple[dict | None, ValidationResult]:
     """Parse (text) -> normalize -> validate against ``Inventory.from_db(user)``. No side effects.
 
-    Returns ``(normalized document or None when unparsable, result)``. The wizard, YAML page, API and CLI all go
-    through here (or ``create_job``/``update_job``), so they report identical codes.
+    Returns ``(normalized document or None when unparsable, result)``; a new robot job's document has
+    ``spec.stopped: true`` (``safety.hold_new``). The wizard, YAML page, API and CLI all go through here (or
+    ``create_job``/``update_job``), so they report identical codes.
     """
     if isinstance(document_or_text, str | bytes):
         document, problems = parse_text(document_or_text, content_type)
@@ -93,6 +94,8 @@ def check_document(
     inventory = Inventory.from_db(user, exclude_job=exclude_job, key_owners=key_owners)
     result = validate(document, inventory, rlinf_config=rlinf_config or None)
     result.problems.extend(_single_user_problems(document, user, exclude_job))
+    if exclude_job is None:
+        safety.hold_new(document, result)  # a new robot job is stored stopped: the previews show it so
     return document, result
 
 
@@ -147,6 +150,7 @@ def create_job(
     if document is None or not result.valid:
         raise JobInvalid(result)
     document = clean(document)
+    held = safety.hold_new(document, result)  # a robot job is stored stopped until a safety approval
     name = document["metadata"]["name"]
     if Job.objects.filter(name=name).exists():
         raise _exists(user, name)
@@ -173,6 +177,7 @@ def create_job(
         raise _exists(user, name) from None
     _reconcile(job)
     job.validation = result  # type: ignore[attr-defined]
+    job.safety_hold = held  # type: ignore[attr-defined]
     return job
 
 
@@ -198,12 +203,18 @@ def update_job(
     document sets them (upstream PUT dropped them). The resources the job's own Workers hold are not counted
     against it. ``rlinf_config`` None keeps the attached config, "" detaches it. A change of ``spec.stopped``
     goes through the controller's stop/start; ``restart`` through ``controller.restart``. Audits ``job.update``.
-    Raises ``JobInvalid``.
+    Raises ``JobInvalid`` (also, with code ``safety_approval_missing``/``_stale`` and nothing stored, when the edit
+    would run a robot job without a current safety approval).
     """
 
-    with transaction.atomic():
-        fresh = Job.objects.select_for_update().get(pk=job.pk)
-        return _update_locked(user, job, fresh, document_or_text, restart, content_type, rlinf_config, request, patch)
+    try:
+        with transaction.atomic():
+            fresh = Job.objects.select_for_update().get(pk=job.pk)
+            return _update_locked(
+                user, job, fresh, document_or_text, restart, content_type, rlinf_config, request, patch
+            )
+    except safety.SafetyGateClosed as exc:  # the edit is rolled back: a robot job runs only as approved
+        raise JobInvalid(exc.result) from exc
 
 
 def _update_locked(user, seen: Job, job: Job, document_or_text, restart, content_type, rlinf_config, request, patch):
@@ -278,6 +289,8 @@ def _update_locked(user, seen: Job, job: Job, document_or_text, restart, content
     elif was_stopped and not stopped:
         job = controller.start(job, actor=user, request=request)
     else:
+        if not stopped:
+            safety.check_start(job)  # a running robot job keeps running only as approved
         _reconcile(job)
     job.refresh_from_db()
     job.validation = result  # type: ignore[attr-defined]

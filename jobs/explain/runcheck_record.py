@@ -11,6 +11,7 @@ import hashlib
 from django.utils.translation import gettext_noop
 
 from jobs.explain.runcheck_input import TO_CONFIRM, CheckResult, check_title, status_label, time_label, tr
+from jobs.explain.runcheck_safety import safety_record
 from jobs.jobspec.layout import main_container
 from jobs.jobspec.rlinf import num_nodes_of
 from jobs.observe import log_scans, run_links
@@ -122,6 +123,7 @@ def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = 
         "| --- | --- | --- | --- | --- |",
     ]
     by_number = {r.number: r for r in results}
+    safety_note, safety_lines = safety_record(job, lang)  # a robot job's approval and stop plan (seed 03)
     for number in range(1, 7):
         title = f"{number}. {check_title(number, 'zh-hans')}"
         result = by_number.get(number)
@@ -143,5 +145,7 @@ def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = 
                 note = " ".join(p for p in (note, config_note(job, lang)) if p)
             if number == 5:
                 note = " ".join(p for p in (note, checkpoint_note(job, lang), tracking_note(job, lang)) if p)
+        if number == 6 and safety_note:
+            note = f"{safety_note}; {note}"
         lines.append(f"| {_cell(title)} | {status} | {time_label(checked)} | {_cell(location)} | {_cell(note)} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *safety_lines]) + "\n"

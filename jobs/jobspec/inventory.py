@@ -40,6 +40,7 @@ class NodeInfo:
     used: dict[str, Any] = field(default_factory=dict)
     online: bool = True
     unschedulable: bool = False
+    category: str = ""  # clusters.models.Node.category (``gpu``, ``robot``, ``edge`` ...; jobs.jobspec.robot)
 
     @property
     def schedulable(self) -> bool:
@@ -111,9 +112,18 @@ class Inventory:
                 used=dict(n["used"] or {}),
                 online=n["online"],
                 unschedulable=n["unschedulable"],
+                category=n["category"] or "",
             )
             for n in Node.objects.values(
-                "cluster__name", "name", "labels", "capacity", "allocatable", "used", "online", "unschedulable"
+                "cluster__name",
+                "name",
+                "labels",
+                "capacity",
+                "allocatable",
+                "used",
+                "online",
+                "unschedulable",
+                "category",
             )
         ]
         storage = set(StorageClass.objects.values_list("cluster__name", "name"))

@@ -228,6 +228,34 @@ MESSAGES: dict[str, str] = {
         '{path} is {value}, which is not an IP address; RLinf refuses the config as it is ("{rlinf}"). The job '
         "acknowledges this check: the run script must set the address."
     ),
+    # A job that may drive a real robot (jobs.jobspec.robot): a warning, then the safety gate (jobs.control.safety).
+    "robot_job_node": gettext_noop(
+        "Role {role} may drive a real robot: its node selector matches robot node {detail}. It cannot start until a "
+        "safety approver approves it."
+    ),
+    "robot_job_device": gettext_noop(
+        "Role {role} may drive a real robot: it requests the device resource {detail}. It cannot start until a safety "
+        "approver approves it."
+    ),
+    "robot_job_hardware": gettext_noop(
+        "The attached RLinf config drives robot hardware of type {detail}. The job cannot start until a safety "
+        "approver approves it."
+    ),
+    # The safety gate refuses to run a robot job (jobs.control.safety).
+    "safety_approval_missing": gettext_noop(
+        "Job {job} may drive a real robot ({reasons}) and has no safety approval, so it cannot start. A safety "
+        "approver other than its submitter must confirm the five safety items and write a stop plan: the Safety "
+        "approval section of the job page, or rlark approve {job}."
+    ),
+    "safety_approval_stale": gettext_noop(
+        "Job {job} may drive a real robot ({reasons}). The safety approval {approver} gave at {time} no longer "
+        "applies: the roles, images, selectors, scripts, env or RLinf config changed since. It cannot start until a "
+        "safety approver approves it again (the job page, or rlark approve {job})."
+    ),
+    "safety_approval_script": gettext_noop(
+        "Job {job} may drive a real robot, and this resume runs another run script than the one its safety approval "
+        "covers. Resume with the approved run script, or edit the job and have it approved again."
+    ),
     "rlinf_group_no_workers": gettext_noop(
         "{path}: {component} is placed on node group {group}, whose node_ranks hold no node, so no Worker runs it. "
         'RLinf leaves out a node group without nodes and refuses the placement at start-up: "{rlinf}"'

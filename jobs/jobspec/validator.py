@@ -20,7 +20,7 @@ from clusters import host_paths
 from clusters.quantity import format_number, parse_quantity
 from clusters.selectors import SelectorError, matcher, parse_selector
 from clusters.system_nodes import is_system_node
-from jobs.jobspec import checkpoints, start_timeout, tracking
+from jobs.jobspec import checkpoints, robot, start_timeout, tracking
 from jobs.jobspec.document import (
     API_VERSION,
     DISPLAY_NAME,
@@ -718,7 +718,11 @@ class _Validator:
 
     # --- job-wide -----------------------------------------------------------------------------------------------------
     def common(self, spec: dict) -> None:
-        self.problems += start_timeout.problems(spec) + checkpoints.problems(spec)
+        self.problems += (
+            start_timeout.problems(spec)
+            + checkpoints.problems(spec)
+            + robot.problems(self.doc, self.inv.nodes, self.rlinf_config)
+        )
         domain = spec.get("domain")
         if domain not in (None, "") and str(domain) not in self.inv.domains:
             self.add("spec.domain", "domain_unknown", domain=domain)

@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from jobs import policy
+from jobs.control import safety
 from jobs.jobspec.checkpoints import MAX_PATH_CHARS, header_template, is_rlinf_command
 from jobs.observe import checkpoints as checkpoint_service
 from jobs.observe.metrics import format_bytes
@@ -87,6 +88,9 @@ def resume(request: HttpRequest, name: str) -> HttpResponse:
     except checkpoint_service.CheckpointRefused as exc:
         error = exc.message(language.lang())
         return render(request, "jobs/checkpoints.html", _context(request, job, None, error), status=400)
+    except safety.SafetyGateClosed as exc:  # a robot job runs only as approved
+        messages.error(request, str(exc))
+        return redirect("jobs:detail", name=job.name)
     messages.success(
         request, _('Job "%(name)s" is resuming from %(path)s in a new run.') % {"name": job.name, "path": choice}
     )

@@ -31,3 +31,8 @@ urlpatterns[:0] = tensorboard_views.urlpatterns
 from jobs.web import checkpoint_views  # noqa: E402
 
 urlpatterns[:0] = checkpoint_views.urlpatterns
+
+# The safety approval of a robot job: registered before "<name>/<action>/".
+from jobs.web import safety_views  # noqa: E402
+
+urlpatterns[:0] = safety_views.urlpatterns

@@ -27,7 +27,7 @@ from django.views.decorators.http import require_GET, require_POST
 from clusters.models import Node
 from clusters.runtime.base import RuntimeFailure
 from jobs import policy
-from jobs.control import controller, log_archive
+from jobs.control import controller, log_archive, safety
 from jobs.explain.pending import job_pending_reasons
 from jobs.jobspec import conditions as conditions_spec
 from jobs.jobspec.document import render_yaml
@@ -44,6 +44,7 @@ from jobs.observe.status import (
     runtime_seconds,
     worker_rows,
 )
+from jobs.web.safety_views import safety_section
 from rlark_console import language
 from rlark_console.redirects import safe_next
 
@@ -257,8 +258,9 @@ TABS = ("overview", "workers", "yaml", "logs")
 @login_required
 @require_GET
 def job_detail(request: HttpRequest, name: str) -> HttpResponse:
-    """``/jobs/<name>/?tab=overview|workers|yaml|logs``; ``HX-Request`` renders only the live panel."""
-    job = policy.get_job_for(request.user, name)
+    """``/jobs/<name>/?tab=overview|workers|yaml|logs``; ``HX-Request`` renders only the live panel. A safety
+    approver reads any job's page (read-only) to approve a robot job."""
+    job = policy.get_job_for_review(request.user, name)
     tab = request.GET.get("tab", "overview")
     if tab not in TABS:
         tab = "overview"
@@ -272,6 +274,7 @@ def job_detail(request: HttpRequest, name: str) -> HttpResponse:
         context["log_archive_cap"] = log_archive.cap_for(job)
     if request.headers.get("HX-Request"):
         return render(request, "jobs/_detail_live.html", context)
+    context["safety"] = safety_section(request, job)
     return render(request, "jobs/detail.html", context)
 
 
@@ -318,7 +321,11 @@ def job_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
     if action == "stop" and job.phase in TERMINAL:
         messages.error(request, _("Terminal jobs cannot be started or stopped"))
         return redirect(back)
-    getattr(controller, action)(job, actor=request.user, request=request)
+    try:
+        getattr(controller, action)(job, actor=request.user, request=request)
+    except safety.SafetyGateClosed as exc:  # a robot job without a current safety approval: says what is missing
+        messages.error(request, str(exc))
+        return redirect(back)
     text = {
         "stop": _('Job "%(name)s" is stopping.'),
         "start": _('Job "%(name)s" is starting. Workers are re-created; this is not a resume from a checkpoint.'),

@@ -246,7 +246,10 @@ def test_clone_edit_and_restart_reuse_the_wizard(client, alice, bob, demo):
     state = wz.from_document(job.spec)
     state.roles[1].gpu = "1"
     state.step = 4
-    assert post(client, state, "submit", url="/jobs/ppo-demo/edit/").status_code == 204
+    # The job drives a robot (device rlinf.io/device-franka), so it was stored stopped until a safety approval; the
+    # edit form carries that state (its hidden "stopped" field) and the edit keeps the job stopped.
+    assert job.stopped is True
+    assert post(client, state, "submit", url="/jobs/ppo-demo/edit/", stopped="1").status_code == 204
     job.refresh_from_db()
     rollout = job.spec["spec"]["tasks"][1]["kubernetes"]["workload"]["template"]["spec"]["containers"][0]
     assert rollout["resources"]["requests"]["nvidia.com/gpu"] == 1
