@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -71,6 +72,7 @@ class ChannelListView(APIView):
 
     serializer_class = ChannelSerializer
 
+    @extend_schema(operation_id="v1_notifications_channels_list", responses={200: ChannelSerializer(many=True)})
     def get(self, request):
         return Response(ChannelSerializer(services.channels_of(request.user), many=True).data)
 
@@ -109,6 +111,7 @@ class RuleListView(APIView):
 
     serializer_class = RuleSerializer
 
+    @extend_schema(operation_id="v1_notifications_rules_list", responses={200: RuleSerializer(many=True)})
     def get(self, request):
         name = str(request.query_params.get("job") or "")[:63]
         if name:
