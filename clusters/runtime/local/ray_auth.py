@@ -19,79 +19,37 @@ DNS label; ``OSError`` from the file system.
 
 from __future__ import annotations
 
-import copy
 import os
-import re
 import secrets
 import shutil
 from pathlib import Path
 from typing import Any
 
 from clusters import ray_auth as job_auth
-from clusters.runtime.local import launcher
+from clusters.runtime.local import job_files, launcher
 
 MOUNT = "/rlark/ray-auth"
 TOKEN_FILE = "token"
-_JOB = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-
-
-def _dir(root: Path) -> Path:
-    path = Path(root) / "ray-auth"
-    path.mkdir(mode=0o700, exist_ok=True)
-    path.chmod(0o700)
-    return path
-
-
-def _job(job: str) -> str:
-    if not _JOB.fullmatch(job):
-        raise ValueError(f"invalid job name {job!r}")
-    return job
-
-
-def _write(path: Path, text: str, mode: int, uid: int | None = None) -> None:
-    """Write ``text`` to ``path`` with ``mode`` (and owner ``uid``) through a fresh file, never through a link."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-    if uid is not None:
-        os.chown(tmp, uid, uid, follow_symlinks=False)
-    tmp.chmod(mode)
-    os.replace(tmp, path)
 
 
 def take_token(manifest: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """``(manifest without the token, token)``: the token of the Task's ray-auth Secret (``extra_objects``), whose
     ``data`` is dropped from the returned copy so the token never reaches ``state.json``; ``None`` when the manifest
     carries none. ``manifest`` is the wire form of a ``TaskManifest`` (a dict); it is not changed."""
-    objects = list(manifest.get("extra_objects") or [])
-    token = None
-    kept = []
-    for obj in objects:
-        found = job_auth.token_of(obj)
-        if found is not None:
-            token = found
-            obj = {k: copy.deepcopy(v) for k, v in obj.items() if k not in ("data", "stringData")}
-        kept.append(obj)
-    if token is None:
-        return manifest, None
-    return {**manifest, "extra_objects": kept}, token
+    return job_files.take_secret(manifest, job_auth.token_of)
 
 
 def store(root: Path, job: str, token: str | None = None) -> str:
     """Make sure the job has a token in ``<root>/ray-auth/<job>.token`` (0600); ``token`` (from the console)
     replaces a different one, else an existing one is kept, else a new one is made. Returns the token."""
-    path = _dir(root) / f"{_job(job)}.token"
+    path = job_files.state_dir(root, "ray-auth") / f"{job_files.job_name(job)}.token"
     try:
         current = path.read_text().strip()
     except FileNotFoundError:
         current = ""
     wanted = token or current or secrets.token_hex(32)
     if wanted != current:
-        _write(path, wanted, 0o600)
+        job_files.write(path, wanted, 0o600)
     return wanted
 
 
@@ -99,7 +57,7 @@ def worker_mount(root: Path, job: str, ids: tuple[int, int] | None) -> launcher.
     """The job's Worker-readable copy of its token (owned by the job's host uid ``ids[0]``, 0400; the supervisor's
     own uid when ``ids`` is None), refreshed from the job's token, as a read-only bind mount at :data:`MOUNT`."""
     token = store(root, job)
-    wdir = _dir(root) / _job(job)
+    wdir = job_files.state_dir(root, "ray-auth") / job_files.job_name(job)
     for d in (wdir, wdir / str(ids[0] if ids is not None else os.geteuid())):
         if d.is_symlink() or (d.exists() and not d.is_dir()):
             d.unlink()
@@ -107,7 +65,7 @@ def worker_mount(root: Path, job: str, ids: tuple[int, int] | None) -> launcher.
         os.chown(d, os.geteuid(), os.getegid(), follow_symlinks=False)
         d.chmod(0o755)
         wdir = d
-    _write(wdir / TOKEN_FILE, token, 0o400, ids[0] if ids is not None else None)
+    job_files.write(wdir / TOKEN_FILE, token, 0o400, (ids[0], ids[0]) if ids is not None else None)
     return launcher.Mount("bind", str(wdir), MOUNT, read_only=True)
 
 
@@ -119,5 +77,5 @@ def worker_env() -> dict[str, str]:
 def forget(root: Path, job: str) -> None:
     """Remove the job's token and its Workers' copy (its last Task is gone)."""
     base = Path(root) / "ray-auth"
-    (base / f"{_job(job)}.token").unlink(missing_ok=True)
+    (base / f"{job_files.job_name(job)}.token").unlink(missing_ok=True)
     shutil.rmtree(base / job, ignore_errors=True)

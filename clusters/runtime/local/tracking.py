@@ -20,79 +20,37 @@ not a DNS label; ``OSError`` from the file system.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from clusters import tracking_secret
-from clusters.runtime.local import launcher
+from clusters.runtime.local import job_files, launcher
 
 MOUNT = "/rlark/tracking"
-_JOB = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-
-
-def _dir(root: Path) -> Path:
-    path = Path(root) / "tracking"
-    path.mkdir(mode=0o700, exist_ok=True)
-    path.chmod(0o700)
-    return path
-
-
-def _job(job: str) -> str:
-    if not _JOB.fullmatch(job):
-        raise ValueError(f"invalid job name {job!r}")
-    return job
-
-
-def _write(path: Path, text: str, mode: int, gid: int | None = None) -> None:
-    """Write ``text`` to ``path`` with ``mode`` (group ``gid``, owner the supervisor) through a fresh file, never
-    through a link."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-    if gid is not None:
-        os.chown(tmp, os.geteuid(), gid, follow_symlinks=False)
-    tmp.chmod(mode)
-    os.replace(tmp, path)
 
 
 def take(manifest: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str] | None]:
     """``(manifest without the values, values)``: the variables of the Task's tracking Secret, whose ``data`` is
     dropped from the returned copy; ``None`` when the manifest carries no tracking Secret. Not changed in place."""
-    values = None
-    kept = []
-    for obj in manifest.get("extra_objects") or []:
-        found = tracking_secret.values_of(obj)
-        if found is not None:
-            values = found
-            obj = {k: copy.deepcopy(v) for k, v in obj.items() if k not in ("data", "stringData")}
-        kept.append(obj)
-    if values is None:
-        return manifest, None
-    return {**manifest, "extra_objects": kept}, values
+    return job_files.take_secret(manifest, tracking_secret.values_of)
 
 
 def store(root: Path, job: str, values: dict[str, str] | None) -> None:
     """Keep the job's variables in ``<root>/tracking/<job>.json`` (0600); ``None`` or ``{}`` removes them (the job
     no longer picks a credential)."""
-    path = _dir(root) / f"{_job(job)}.json"
+    path = job_files.state_dir(root, "tracking") / f"{job_files.job_name(job)}.json"
     if not values:
         forget(root, job)
         return
-    _write(path, json.dumps(values, sort_keys=True), 0o600)
+    job_files.write(path, json.dumps(values, sort_keys=True), 0o600)
 
 
 def _values(root: Path, job: str) -> dict[str, str]:
     try:
-        data = json.loads((Path(root) / "tracking" / f"{_job(job)}.json").read_text())
+        data = json.loads((Path(root) / "tracking" / f"{job_files.job_name(job)}.json").read_text())
     except (FileNotFoundError, ValueError):
         return {}
     return {k: str(v) for k, v in data.items() if k in tracking_secret.VARIABLES} if isinstance(data, dict) else {}
@@ -104,7 +62,7 @@ def worker_mount(root: Path, job: str, ids: tuple[int, int] | None) -> launcher.
     values = _values(root, job)
     if not values:
         return None
-    wdir = _dir(root) / _job(job)
+    wdir = job_files.state_dir(root, "tracking") / job_files.job_name(job)
     for d in (wdir, wdir / str(ids[0] if ids is not None else os.geteuid())):
         if d.is_symlink() or (d.exists() and not d.is_dir()):
             d.unlink()
@@ -117,14 +75,14 @@ def worker_mount(root: Path, job: str, ids: tuple[int, int] | None) -> launcher.
             old.unlink()
     for name, value in values.items():
         if ids is not None:
-            _write(wdir / name, value, 0o440, ids[0])
+            job_files.write(wdir / name, value, 0o440, (os.geteuid(), ids[0]))
         else:
-            _write(wdir / name, value, 0o400)
+            job_files.write(wdir / name, value, 0o400)
     return launcher.Mount("bind", str(wdir), MOUNT, read_only=True)
 
 
 def forget(root: Path, job: str) -> None:
     """Remove the job's variables and its Workers' copies (its last Task is gone, or it picks none)."""
     base = Path(root) / "tracking"
-    (base / f"{_job(job)}.json").unlink(missing_ok=True)
+    (base / f"{job_files.job_name(job)}.json").unlink(missing_ok=True)
     shutil.rmtree(base / job, ignore_errors=True)
