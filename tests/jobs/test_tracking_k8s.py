@@ -1,7 +1,7 @@
 """Experiment tracking on Kubernetes (the fake API server over HTTP): a job that picks a W&B and a SwanLab
 credential gets one ``<task>-tracking`` Secret per Task, each StatefulSet's ``main`` reads the variables through
-``secretKeyRef`` and holds no key, the job's YAML and API answers hold only the names, and Delete removes the
-Secrets."""
+``secretKeyRef`` and holds no key, the job's YAML and API answers hold only the names, and an edit that
+drops the credentials or Delete removes the Secrets."""
 
 from __future__ import annotations
 
@@ -55,5 +55,8 @@ def test_the_keys_reach_every_task_through_its_secret_and_leave_with_the_job(set
         assert WANDB_KEY not in text and SWAN_KEY not in text
     shown = json.dumps(api.get("/api/v1/jobs/flow/").json())
     assert "team" in shown and WANDB_KEY not in shown and SWAN_KEY not in shown
+    dropped = copy.deepcopy(DOCUMENT)
+    assert api.put("/api/v1/jobs/flow/", dropped, format="json").status_code == 200
+    assert not [n for n in names(fake_k8s, "secrets") if n.endswith("-tracking")]  # an edit dropped them
     assert api.delete("/api/v1/jobs/flow/").status_code in (200, 204)
     assert names(fake_k8s, "secrets") == []

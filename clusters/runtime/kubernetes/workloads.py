@@ -59,14 +59,18 @@ def apply_secret_data(kube: KubeApi, namespace: str, name: str, data: dict[str, 
 
 
 def apply_task(kube: KubeApi, manifest: TaskManifest) -> None:
-    """The Task's extra objects, then its workload. Raises RuntimeFailure(reason="invalid") for a hostPath the
-    cluster does not allow, before anything is written."""
+    """The Task's extra objects (a tracking Secret no longer among them is deleted), then its workload. Raises
+    RuntimeFailure(reason="invalid") for a hostPath the cluster does not allow, before anything is written."""
     try:
         check_cluster_host_paths(kube.cluster, manifest.workload)
     except HostPathRefused as exc:
         raise RuntimeFailure(f"hostPath refused: {exc}", "invalid") from None
     for obj in manifest.extra_objects:
         apply(kube, obj)
+    if not any(tracking_secret.values_of(obj) is not None for obj in manifest.extra_objects):
+        # an edit that dropped the job's tracking credentials takes their Secret away as well
+        name = tracking_secret.secret_name(manifest.task)
+        kube.ignore_404(kube.core.delete_namespaced_secret, name, manifest.namespace, what="secret")
     apply(kube, manifest.workload)
     logger.info("applied task %s/%s (%d objects)", manifest.namespace, manifest.task, len(manifest.extra_objects) + 1)
 
