@@ -230,16 +230,16 @@ MESSAGES: dict[str, str] = {
     ),
     # A job that may drive a real robot (jobs.jobspec.robot): a warning, then the safety gate (jobs.control.safety).
     "robot_job_node": gettext_noop(
-        "Role {role} may drive a real robot: its node selector matches robot node {detail}. It cannot start until a "
-        "safety approver approves it."
+        "Role {role} may drive a real robot: its node selector matches {count:plural:robot node:robot nodes} "
+        "{detail}. It needs a safety approver's approval to start."
     ),
     "robot_job_device": gettext_noop(
-        "Role {role} may drive a real robot: it requests the device resource {detail}. It cannot start until a safety "
-        "approver approves it."
+        "Role {role} may drive a real robot: it requests the device resource {detail}. It needs a safety "
+        "approver's approval to start."
     ),
     "robot_job_hardware": gettext_noop(
-        "The attached RLinf config drives robot hardware of type {detail}. The job cannot start until a safety "
-        "approver approves it."
+        "The attached RLinf config drives robot hardware of type {detail}. The job needs a safety "
+        "approver's approval to start."
     ),
     # The safety gate refuses to run a robot job (jobs.control.safety).
     "safety_approval_missing": gettext_noop(

@@ -36,6 +36,7 @@ ROBOT_CATEGORIES = frozenset({"robot", "edge"})
 ROBOT_HARDWARE = frozenset({"franka", "dualfranka", "dosw1", "turtle2", "gimarm"})  # rlinf.md 8.2, lower-cased
 DEVICE = "rlinf.io/device"
 MAX_REASONS = 20  # findings listed per job (a document with hundreds of roles gets the first ones)
+MAX_NAMED = 3  # robot nodes named per role
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,11 @@ class RobotReason:
     role: str
     detail: str
     path: str
+    count: int = 1  # robot nodes the selector matches (``node``; ``detail`` names the first :data:`MAX_NAMED`)
 
     def problem(self) -> Problem:
         """The ``robot_job`` warning of this reason (message variant ``robot_job_<kind>``)."""
-        params = {"role": self.role, "detail": self.detail}
+        params = {"role": self.role, "detail": self.detail, "count": self.count}
         return Problem(self.path, "robot_job", params, severity=WARNING, key=f"robot_job_{self.kind}")
 
 
@@ -94,10 +96,9 @@ def _node_reasons(i: int, t: dict, nodes: list[NodeInfo]) -> list[RobotReason]:
     if not hits or len(hits) < len(matched):  # the role may run elsewhere: it does not select robot nodes
         return []
     role = str(t.get("name") or f"#{i + 1}")
-    return [
-        RobotReason("node", role, f"{n.cluster}/{n.name} ({n.category})", f"spec.tasks[{i}].nodeSelector")
-        for n in hits[:3]
-    ]
+    named = ", ".join(f"{n.cluster}/{n.name} ({n.category})" for n in hits[:MAX_NAMED])
+    detail = named + (", …" if len(hits) > MAX_NAMED else "")
+    return [RobotReason("node", role, detail, f"spec.tasks[{i}].nodeSelector", count=len(hits))]
 
 
 def _hardware_reasons(rlinf_config: dict | str | None) -> list[RobotReason]:

@@ -56,9 +56,16 @@ def test_the_validator_says_which_jobs_are_robot_jobs_and_why():
     assert robot.robot_reasons(base_doc(), inv.nodes) == []
     inv.nodes[1].category = "edge"  # now the rollout selects robot/edge nodes only
     reasons = robot.robot_reasons(base_doc(), inv.nodes)
-    assert [(r.kind, r.role) for r in reasons] == [("node", "rollout"), ("node", "rollout")]
-    assert [r.detail for r in reasons] == ["local/gpu-1 (edge)", "local/gpu-2 (robot)"]
-    assert "gpu-1" in reasons[0].problem().message("en") and reasons[0].problem().severity == "warning"
+    assert [(r.kind, r.role, r.count) for r in reasons] == [("node", "rollout", 2)]  # one finding per role
+    assert [r.detail for r in reasons] == ["local/gpu-1 (edge), local/gpu-2 (robot)"]
+    message = reasons[0].problem().message("en")
+    assert "matches robot nodes local/gpu-1 (edge), local/gpu-2 (robot)." in message, message
+    assert "机器人节点 local/gpu-1 (edge), local/gpu-2 (robot)" in reasons[0].problem().message("zh-hans")
+    assert reasons[0].problem().severity == "warning"
+    inv.nodes[1].category = "gpu"
+    inv.nodes[1].labels = {**inv.nodes[1].labels, "pool": "other"}  # the rollout now selects gpu-2 alone
+    one = robot.robot_reasons(base_doc(), inv.nodes)[0].problem().message("en")
+    assert "matches robot node local/gpu-2 (robot)." in one, one
     doc = base_doc()
     container(doc, 1)["resources"]["requests"]["rlinf.io/device-franka"] = "1"
     kinds = {r.kind: r.detail for r in robot.robot_reasons(doc, inventory().nodes)}
