@@ -13,7 +13,7 @@ from jobs.control import controller
 from jobs.models import Job
 from jobs.observe.sync import sync_job
 from tests.browser.test_job_pages_browser import HEAD_READY, fake, login  # noqa: F401 - the fixture
-from tests.conftest import ARTIFACTS
+from tests.conftest import screenshot_dir
 from tests.fake_runtime import job_document
 
 pytestmark = [
@@ -51,7 +51,7 @@ def test_job_list_and_overview_show_progress_in_both_languages(django_db_setup, 
     _steps(fake, timed, "Global Step: 100/1000 | Progress: 10.0%", "Global Step: 200/1000 | Progress: 20.0%", 10)
     untimed = _running(fake, "untimed", alice)
     _steps(fake, untimed, "Global Step 10 | loss=0.2", "Global Step 16 | loss=0.1", 2)
-    ARTIFACTS.mkdir(exist_ok=True)
+    SHOTS = screenshot_dir()
     for lang, (with_total, without_total, column) in TEXT.items():
         login(page, live_server, lang)
         page.goto(live_server.url + "/jobs/")
@@ -62,14 +62,14 @@ def test_job_list_and_overview_show_progress_in_both_languages(django_db_setup, 
         assert bar.get_attribute("style") == "width: 20%"
         cell = page.locator("[data-testid=job-row-untimed] [data-testid=job-progress]")
         assert cell.inner_text() == without_total and cell.locator(".wbar").count() == 0  # no total: no bar
-        page.screenshot(path=str(ARTIFACTS / f"progress-job-list-{lang}.png"), full_page=True)
+        page.screenshot(path=str(SHOTS / f"progress-job-list-{lang}.png"), full_page=True)
         page.goto(live_server.url + "/")
         shown = [c.inner_text() for c in page.locator("[data-testid=overview-progress]").all()]
         assert sorted(shown) == sorted([with_total, without_total])
-        page.screenshot(path=str(ARTIFACTS / f"progress-overview-{lang}.png"), full_page=True)
+        page.screenshot(path=str(SHOTS / f"progress-overview-{lang}.png"), full_page=True)
         page.goto(live_server.url + "/jobs/timed/?tab=overview")
         assert page.locator("[data-testid=detail-progress]").inner_text() == with_total
-        page.screenshot(path=str(ARTIFACTS / f"progress-job-detail-{lang}.png"), full_page=True)
+        page.screenshot(path=str(SHOTS / f"progress-job-detail-{lang}.png"), full_page=True)
 
     # The list refreshes itself: the next step shows up without a reload.
     page.goto(live_server.url + "/jobs/")
