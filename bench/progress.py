@@ -18,7 +18,6 @@ A throwaway ``test_`` database is created and dropped. ``--quick`` (or ``RLARK_B
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import statistics
 import sys
@@ -35,10 +34,10 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from bench.quick import quick_defaults  # noqa: E402
+from bench.quick import in_test_db, quick_defaults  # noqa: E402
 
 SMALL = 100
 PAGE = 20
@@ -91,14 +90,7 @@ def main() -> None:
     parser.add_argument("--big", type=int, default=10_000, help="jobs at the large point")
     parser.add_argument("--rounds", type=int, default=9)
     quick_defaults(parser, big=300, rounds=2)
-    args = parser.parse_args()
-    logging.disable(logging.WARNING)
-    setup_test_environment()
-    old_name = connection.creation.create_test_db(verbosity=0, keepdb=False)
-    try:
-        run(args)
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
+    in_test_db(run, parser.parse_args())
 
 
 def run(args) -> None:

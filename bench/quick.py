@@ -83,3 +83,20 @@ def pct(values: list[float], p: float) -> float:
     """The ``p``-th percentile of ``values`` (the nearest index of the sorted list). Shared by the bench scripts."""
     values = sorted(values)
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+def in_test_db(run, args) -> None:
+    """Call ``run(args)`` inside a fresh Django test database (created, then destroyed even on failure), with
+    warnings and below not logged. Shared by the bench scripts that seed a fleet."""
+    import logging
+
+    from django.db import connection
+    from django.test.utils import setup_test_environment
+
+    logging.disable(logging.WARNING)
+    setup_test_environment()
+    old_name = connection.creation.create_test_db(verbosity=0, keepdb=False)
+    try:
+        run(args)
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)

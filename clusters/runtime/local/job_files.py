@@ -32,6 +32,21 @@ def job_name(job: str) -> str:
     return job
 
 
+def worker_dir(root: Path, name: str, job: str, ids: tuple[int, int] | None) -> Path:
+    """``<root>/<name>/<job>/<uid>`` (``uid``: the job's host uid ``ids[0]``, the supervisor's own when ``ids`` is
+    None), each level a real directory (a link or a file in its place is removed), 0755 and owned by the
+    supervisor: the folder a job's Workers see read-only. ``ValueError`` for a bad job name."""
+    wdir = state_dir(root, name) / job_name(job)
+    for d in (wdir, wdir / str(ids[0] if ids is not None else os.geteuid())):
+        if d.is_symlink() or (d.exists() and not d.is_dir()):
+            d.unlink()
+        d.mkdir(mode=0o755, exist_ok=True)
+        os.chown(d, os.geteuid(), os.getegid(), follow_symlinks=False)
+        d.chmod(0o755)
+        wdir = d
+    return wdir
+
+
 def write(path: Path, text: str, mode: int, owner: tuple[int, int] | None = None) -> None:
     """Write ``text`` to ``path`` with ``mode`` (and ``(uid, gid)`` ``owner``) through a fresh file, never through
     a link; the file replaces ``path`` at once."""

@@ -19,7 +19,6 @@ DNS label; ``OSError`` from the file system.
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 from pathlib import Path
@@ -57,14 +56,7 @@ def worker_mount(root: Path, job: str, ids: tuple[int, int] | None) -> launcher.
     """The job's Worker-readable copy of its token (owned by the job's host uid ``ids[0]``, 0400; the supervisor's
     own uid when ``ids`` is None), refreshed from the job's token, as a read-only bind mount at :data:`MOUNT`."""
     token = store(root, job)
-    wdir = job_files.state_dir(root, "ray-auth") / job_files.job_name(job)
-    for d in (wdir, wdir / str(ids[0] if ids is not None else os.geteuid())):
-        if d.is_symlink() or (d.exists() and not d.is_dir()):
-            d.unlink()
-        d.mkdir(mode=0o755, exist_ok=True)
-        os.chown(d, os.geteuid(), os.getegid(), follow_symlinks=False)
-        d.chmod(0o755)
-        wdir = d
+    wdir = job_files.worker_dir(root, "ray-auth", job, ids)
     job_files.write(wdir / TOKEN_FILE, token, 0o400, (ids[0], ids[0]) if ids is not None else None)
     return launcher.Mount("bind", str(wdir), MOUNT, read_only=True)
 

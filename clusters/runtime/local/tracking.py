@@ -62,14 +62,7 @@ def worker_mount(root: Path, job: str, ids: tuple[int, int] | None) -> launcher.
     values = _values(root, job)
     if not values:
         return None
-    wdir = job_files.state_dir(root, "tracking") / job_files.job_name(job)
-    for d in (wdir, wdir / str(ids[0] if ids is not None else os.geteuid())):
-        if d.is_symlink() or (d.exists() and not d.is_dir()):
-            d.unlink()
-        d.mkdir(mode=0o755, exist_ok=True)
-        os.chown(d, os.geteuid(), os.getegid(), follow_symlinks=False)
-        d.chmod(0o755)
-        wdir = d
+    wdir = job_files.worker_dir(root, "tracking", job, ids)
     for old in wdir.iterdir():
         if old.name not in values:
             old.unlink()
