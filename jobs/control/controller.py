@@ -331,6 +331,13 @@ def _reconcile_locked(job: Job) -> list[str]:
         tasks.append(task)
 
     run = not job.stopped and job.phase not in TERMINAL
+    if run and (closed := safety.closed_gate(job)) is not None:
+        # A robot job without a current safety approval never runs, whatever let it be marked running
+        # (seed 03-onboard-existing-rlinf-workload): it is stopped, its Workers scaled to 0, the message says why.
+        run = False
+        with transaction.atomic():
+            job = _mark_stopped(job, "SafetyApprovalMissing", closed)
+            _audit(None, "job.stop", job, reason="SafetyApprovalMissing")
     manifests: dict[str, TaskManifest] = {}
     if run and tasks:
         try:
@@ -435,22 +442,29 @@ def stop(job: Job, actor=None, request=None) -> Job:
     Stopping a finished job is a no-op apart from ``stopped`` (upstream: terminal jobs
     cannot be stopped; the page disables the button).
     """
-    now = timezone.now()
     with transaction.atomic():
-        job = Job.objects.select_for_update().get(pk=job.pk)
-        job.stopped = True
-        _set_spec_stopped(job)
-        fields = ["stopped", "spec", "updated_at"]
-        if job.phase not in TERMINAL:
-            job.phase = Phase.STOPPED
-            job.message = "Job stopped"
-            job.finished_at = job.finished_at or now
-            job.conditions = set_condition(job.conditions, "Stopped", True, "StoppedByUser", "Job stopped", now)
-            fields += ["phase", "message", "finished_at", "conditions"]
-            job.tasks.exclude(phase=Phase.STOPPED).update(phase=Phase.STOPPED, ready_replicas=0, message="")
-        job.save(update_fields=fields)
+        job = _mark_stopped(job, "StoppedByUser", "Job stopped")
         _audit(actor, "job.stop", job, request)
         request_reconcile(job)
+    return job
+
+
+def _mark_stopped(job: Job, reason: str, message: str) -> Job:
+    """The stored ``job`` (locked row) set stopped; a job not finished gets phase Stopped, ``message`` and the
+    ``Stopped`` condition with ``reason``, and its Tasks phase Stopped. Call inside a transaction."""
+    now = timezone.now()
+    job = Job.objects.select_for_update().get(pk=job.pk)
+    job.stopped = True
+    _set_spec_stopped(job)
+    fields = ["stopped", "spec", "updated_at"]
+    if job.phase not in TERMINAL:
+        job.phase = Phase.STOPPED
+        job.message = message
+        job.finished_at = job.finished_at or now
+        job.conditions = set_condition(job.conditions, "Stopped", True, reason, message, now)
+        fields += ["phase", "message", "finished_at", "conditions"]
+        job.tasks.exclude(phase=Phase.STOPPED).update(phase=Phase.STOPPED, ready_replicas=0, message="")
+    job.save(update_fields=fields)
     return job
 
 

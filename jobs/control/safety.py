@@ -11,7 +11,8 @@ the Chinese catalog); "全部确认后，再把安全审批结果和停止方案
   all five items confirmed, a stop plan of 1-:data:`MAX_STOP_PLAN` characters; it covers the spec hash
   (``jobs.jobspec.robot.spec_hash``), so an edit makes it no longer apply. Audited as ``job.safety_approve``.
 - The gate (:func:`check_start`): Start, Restart, Resume and an edit of a running job raise
-  :class:`SafetyGateClosed` for a robot job without a current approval; Stop is never gated.
+  :class:`SafetyGateClosed` for a robot job without a current approval; the reconcile stops one that is marked
+  running without it (:func:`closed_gate`, the last line of defence); Stop is never gated.
 """
 
 from __future__ import annotations
@@ -130,6 +131,16 @@ def check_start(job: Job, run_script: str | None = None) -> None:
         raise SafetyGateClosed(Problem("", "safety_approval_missing", params))
     params.update(approver=g.approval.approver_name, time=pagetime.label(g.approval.approved_at))
     raise SafetyGateClosed(Problem("", "safety_approval_stale", params))
+
+
+def closed_gate(job: Job) -> str | None:
+    """None when ``job`` may run as stored (no robot job, or a current approval); else the English sentence of
+    :func:`check_start` saying what is missing (the reconcile's last line of defence, stored as the job's message)."""
+    try:
+        check_start(job)
+    except SafetyGateClosed as exc:
+        return exc.result.problems[0].message("en")
+    return None
 
 
 def hold_new(document: dict, result: ValidationResult) -> str:

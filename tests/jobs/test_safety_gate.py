@@ -173,3 +173,31 @@ def test_the_run_check_export_carries_the_approval_and_stop_plan(api, robot_job,
     assert "- [x] 设备、固件、驱动、SDK、控制模式和镜像版本的兼容性。" in md
     assert "- [x] 数据和控制命令的审批、审计与恢复方案。" in md
     assert md.count("- [x] ") == 5
+
+
+def test_the_reconcile_runs_no_robot_job_without_a_current_approval(monkeypatch, settings, tmp_path, alice, approver):
+    """However a robot job came to be marked running (here: stored running, past the submission's hold), the
+    reconcile applies none of its Tasks until it is approved; then it runs."""
+    from jobs.control import controller, safety
+    from tests.fake_runtime import fake_clusters, job_document
+
+    runtimes = fake_clusters(monkeypatch, settings, tmp_path, {"alpha": "ns-alpha"})
+    doc = job_document("arm")
+    doc["spec"]["tasks"][1]["kubernetes"]["workload"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"rlinf.io/device-franka": "1"}
+    }
+    job = Job.objects.create(name="arm", owner=alice, spec=doc)
+    controller.request_reconcile(job)
+    job.refresh_from_db()
+    assert runtimes["alpha"].manifests == {}
+    assert all(t.applied_replicas == 0 for t in job.tasks.all())
+    assert job.stopped is True and job.phase == "Stopped" and job.spec["spec"]["stopped"] is True
+    assert "has no safety approval" in job.message and "rlinf.io/device-franka" in job.message, job.message
+    event = AuditEvent.objects.get(action="job.stop", object_id="arm")
+    assert event.actor is None and event.detail["reason"] == "SafetyApprovalMissing"
+
+    safety.approve(job, approver, ITEMS, PLAN)
+    controller.start(job, actor=alice)
+    job.refresh_from_db()
+    assert sorted(runtimes["alpha"].manifests) == [("ns-alpha", "arm-header"), ("ns-alpha", "arm-rollout")]
+    assert job.stopped is False and "safety approval" not in job.message
