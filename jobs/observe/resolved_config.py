@@ -4,33 +4,43 @@ RLinf's ``MetricLogger`` (``rlinf/utils/metric_logger.py``) saves the resolved H
 its TensorBoard directory (``<runner.logger.log_path>/tensorboard/``, ``OmegaConf.save(..., resolve=True)``)
 when ``runner.logger.logger_backends`` lists ``tensorboard``. That is check 4's "解析后的配置文件位置与校验和"
 (seed 02-confirm-job-running.txt). The file is found where the Metrics tab finds the event files
-(:func:`jobs.observe.metrics.tensorboard_source`: the Header's ``tensorBoardDir`` of the current run, on this
-machine through a hostPath mount): ``config.yaml`` in that directory or in its ``tensorboard/`` child, else the
-newest ``config.yaml`` that sits beside event files at most :data:`MAX_DEPTH` levels down (``tensorBoardDir`` may
-be the parent of timestamped run folders, reference rlinf.md), looking at no more than
-:data:`MAX_ENTRIES` directory entries.
+(:func:`jobs.observe.metrics.tensorboard_source`: the Header's ``tensorBoardDir`` of the current run), by
+:mod:`jobs.observe.config_scan`'s search: on this machine through a hostPath mount (local runtime), or, on a
+cluster whose nodes the console cannot read (Kubernetes), inside the job's running Header through the runtime's
+exec (``pods/exec``, the way Run check 5 reads an output path), its answer kept :data:`CACHE_SECONDS`.
 
 Bounds: at most :data:`MAX_SHOW` bytes are shown (``truncated`` says when the file is longer); the checksum covers
 the whole file up to :data:`MAX_HASH` bytes (``hashed_all`` is False beyond). The file is opened without
-following a link, and a path that resolves outside the TensorBoard directory is not read.
+following a link, and a path that resolves outside the TensorBoard directory is not read. One exec reads at most
+:data:`MAX_OUTPUT` bytes and waits :data:`TIMEOUT` seconds.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
-import os
-import stat
+import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from jobs.observe.metrics import tensorboard_source
+from django.core.cache import cache
 
-FILE = "config.yaml"
-MAX_SHOW = 256 * 1024  # bytes shown on the page
-MAX_HASH = 64 * 1024 * 1024  # bytes the checksum reads
-CHUNK = 1024 * 1024
-MAX_DEPTH = 3  # directory levels below tensorBoardDir searched for a run's config.yaml
-MAX_ENTRIES = 5000  # directory entries looked at by that search
+from clusters.runtime.base import RuntimeFailure
+from clusters.runtime.registry import runtime_for
+from jobs.observe import config_scan
+from jobs.observe.metrics import tensorboard_source
+from jobs.observe.run_prefix import run_path
+from jobs.observe.worker_script import run_in_worker
+
+log = logging.getLogger("rlark.metrics")
+FILE = config_scan.FILE
+MAX_SHOW = config_scan.MAX_SHOW  # bytes shown on the page
+MAX_HASH = config_scan.MAX_HASH  # bytes the checksum reads
+CACHE_SECONDS = 30  # a Header's answer is kept this long (a page refreshed every few seconds opens one exec)
+MAX_OUTPUT = 512 << 10  # bytes read from one exec (the shown bytes in base64, and the rest of the answer)
+TIMEOUT = 30.0  # seconds one exec may take
+SCRIPT = Path(config_scan.__file__).read_text(encoding="utf-8")
 
 
 @dataclass
@@ -56,73 +66,56 @@ class ResolvedConfig:
         }
 
 
-def _read(host_file: str) -> tuple[bytes, str, int, bool] | None:
-    """``(first MAX_SHOW bytes, sha256 hex, size, hashed whole file)`` of a regular file, or None."""
-    try:
-        fd = os.open(host_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        digest = hashlib.sha256()
-        head = b""
-        read = 0
-        while read < MAX_HASH:
-            chunk = f.read(min(CHUNK, MAX_HASH - read))
-            if not chunk:
-                break
-            if len(head) < MAX_SHOW:
-                head += chunk[: MAX_SHOW - len(head)]
-            digest.update(chunk)
-            read += len(chunk)
-        return head, digest.hexdigest(), st.st_size, read >= st.st_size
-
-
-def _run_configs(base: str) -> list[str]:
-    """Relative paths of the ``config.yaml`` files beside event files under ``base`` (depth <= MAX_DEPTH, links
-    not followed, MAX_ENTRIES entries at most), newest first."""
-    found: list[tuple[float, str]] = []
-    seen = 0
-    for root, dirs, files in os.walk(base):
-        seen += len(dirs) + len(files)
-        depth = os.path.relpath(root, base).count(os.sep) + (root != base)
-        if depth >= MAX_DEPTH or seen > MAX_ENTRIES:
-            dirs[:] = []
-        if FILE in files and any("tfevents" in f for f in files):
-            try:
-                found.append(
-                    (os.lstat(os.path.join(root, FILE)).st_mtime, os.path.relpath(os.path.join(root, FILE), base))
-                )
-            except OSError:
-                continue
-        if seen > MAX_ENTRIES:
-            break
-    return [rel for _, rel in sorted(found, reverse=True)]
-
-
 def resolved_config(job) -> ResolvedConfig | None:
-    """The current run's resolved ``config.yaml`` of ``job`` when the console can read it, else None."""
+    """The current run's resolved ``config.yaml`` of ``job`` when the console can read it, else None: on this
+    machine through a hostPath mount (local runtime), or inside the job's running Header (Kubernetes)."""
     source = tensorboard_source(job)
-    if not source.host_dir:
+    if source.host_dir:
+        found = config_scan.find(source.host_dir)
+        base = source.container_dir
+    elif source.reason == "not_local" and (base := run_path(job, source.container_dir) or ""):
+        found = _in_header(job, base)
+    else:
         return None
-    base = os.path.realpath(source.host_dir)
-    for rel in (FILE, os.path.join("tensorboard", FILE), *_run_configs(source.host_dir)):
-        host_file = os.path.join(source.host_dir, rel)
-        real = os.path.realpath(host_file)
-        if os.path.commonpath([base, real]) != base or not os.path.isfile(real):
-            continue
-        found = _read(host_file)
-        if found is None:
-            continue
-        head, sha, size, whole = found
-        return ResolvedConfig(
-            path=f"{source.container_dir.rstrip('/')}/{rel}",
-            size=size,
-            sha256=sha,
-            text=head.decode("utf-8", errors="replace"),
-            truncated=size > len(head),
-            hashed_all=whole,
+    if found is None:
+        return None
+    head = base64.b64decode(found["head"])[:MAX_SHOW]
+    size = int(found["size"])
+    return ResolvedConfig(
+        path=f"{base.rstrip('/')}/{found['rel']}",
+        size=size,
+        sha256=str(found["sha256"]),
+        text=head.decode("utf-8", errors="replace"),
+        truncated=size > len(head),
+        hashed_all=bool(found["hashed_all"]),
+    )
+
+
+def _in_header(job, directory: str) -> dict | None:
+    """:func:`config_scan.find` of ``directory`` run inside the job's running Header Pod (``pods/exec``), kept
+    :data:`CACHE_SECONDS` per (job, run, directory); None when no Header runs or it does not answer."""
+    header = next((t for t in job.tasks.select_related("cluster") if t.head), None)
+    pod = header.pods.filter(phase="Running").order_by("ordinal").first() if header is not None else None
+    if pod is None:
+        return None
+    key = "rlark:resolved-config:" + hashlib.sha256(f"{job.pk}\0{pod.uid}\0{directory}".encode()).hexdigest()
+    cached = cache.get(key)
+    if cached is not None:
+        return cached.get("config")
+    argv = ["python3", "-c", SCRIPT, directory]
+    try:
+        result = run_in_worker(
+            runtime_for(header.cluster),
+            header.namespace,
+            pod.name,
+            argv,
+            config_scan.MARKER,
+            config_scan.decode,
+            timeout=TIMEOUT,
+            max_output=MAX_OUTPUT,
         )
-    return None
+    except (RuntimeFailure, TimeoutError) as exc:
+        log.info("resolved config in %s/%s: %s", header.namespace, pod.name, exc)
+        return None
+    cache.set(key, result, CACHE_SECONDS)
+    return result.get("config")

@@ -123,3 +123,29 @@ def test_a_run_folder_below_the_directory_is_found_newest_first(tmp_path, alice)
     (tb / "stray" / "config.yaml").write_text("not: a run\n")  # no event files beside it
     found = resolved_config.resolved_config(job)
     assert found.path == "/data/tb/20260102-0900/tensorboard/config.yaml" and found.text == "run: 20260102-0900\n"
+
+
+def test_the_scan_sent_into_a_worker_answers_as_the_console_reads_it(tmp_path):
+    """The script a Kubernetes Header runs (the module's own source, standard library only) finds the same file
+    as the console's host-side call; garbled or foreign output is no result, and "nothing found" is one."""
+    import subprocess
+    import sys
+
+    from jobs.observe import config_scan
+
+    run = tmp_path / "tb" / "2026-12-06"
+    run.mkdir(parents=True)
+    (run / "events.out.tfevents.1.host").write_bytes(b"")
+    (run / "config.yaml").write_text("runner:\n  max_steps: 7\n", encoding="utf-8")
+    script = open(config_scan.__file__, encoding="utf-8").read()
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", script, str(tmp_path / "tb")], capture_output=True, text=True, timeout=60
+    ).stdout
+    answer = config_scan.decode("\x1b[0m" + out)
+    assert answer == {"config": config_scan.find(str(tmp_path / "tb"))}
+    assert answer["config"]["rel"] == "2026-12-06/config.yaml" and answer["config"]["size"] == 23
+    empty = subprocess.run(
+        [sys.executable, "-I", "-c", script, str(tmp_path / "none")], capture_output=True, text=True, timeout=60
+    ).stdout
+    assert config_scan.decode(empty) == {"config": None}
+    assert config_scan.decode("RLARK-CONFIG not-base64!") is None and config_scan.decode("hello") is None

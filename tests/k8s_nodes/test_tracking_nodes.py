@@ -1,7 +1,8 @@
 """Experiment tracking on a real node: a job that picks a W&B and a self-hosted SwanLab credential runs its Header
 in a real container, whose processes hold the keys (read from the Task's Secret through ``secretKeyRef`` by the
 real kubelet); the Pod, the StatefulSet, the job's YAML, its pages and the container's log hold none of them; the
-W&B- and SwanLab-style lines the run script prints become the Metrics tab's run links within a sync; and an edit
+W&B- and SwanLab-style lines the run script prints become the Metrics tab's run links within a sync, beside the
+resolved ``config.yaml`` read inside the Header with its sha256; and an edit
 that drops the credentials takes the Secret away and restarts the Worker without them."""
 
 from __future__ import annotations
@@ -26,12 +27,17 @@ SWAN_KEY = "nodes-swan-key-fedcba9876543210"
 SWAN_HOST = "https://swan.lab.test"
 WANDB_RUN = "https://wandb.ai/team/rlinf/runs/node1"
 SWAN_RUN = f"{SWAN_HOST}/@alice/rlinf/runs/node2"
+CONFIG = "runner:\n  logger:\n    logger_backends: [tensorboard, wandb, swanlab]\n    project_name: 真机\n"
 # The keys' digests only (never the keys) go to the log; then the two clients' run lines, then the Worker waits.
 RUN_SCRIPT = f"""python3 - <<'PY'
 import hashlib, os
 for name in ("WANDB_API_KEY", "SWANLAB_API_KEY", "SWANLAB_WEB_HOST"):
     value = os.environ.get(name, "")
     print(f"{{name}} sha256={{hashlib.sha256(value.encode()).hexdigest()}}", flush=True)
+os.makedirs("/tmp/tb/tensorboard", exist_ok=True)
+open("/tmp/tb/tensorboard/events.out.tfevents.1.node", "wb").close()
+with open("/tmp/tb/tensorboard/config.yaml", "w", encoding="utf-8") as f:
+    f.write({CONFIG!r})
 print("wandb: 🚀 View run ppo-node at: {WANDB_RUN}", flush=True)
 print("swanlab: 🚀 View run at {SWAN_RUN}", flush=True)
 PY
@@ -47,6 +53,7 @@ def _document(image: str, credentials: list[str]) -> dict:
         "header", head=True, replicas=1, selector={"kubernetes.io/hostname": "real-0"}, image=image, cluster=CLUSTER
     )
     header["runScript"] = RUN_SCRIPT
+    header["tensorBoardDir"] = "/tmp/tb"  # the resolved config.yaml RLinf writes there is read inside the Header
     doc = document(JOB, header)
     if credentials:
         doc["spec"]["trackingCredentials"] = credentials
@@ -98,6 +105,9 @@ def test_a_real_worker_gets_the_keys_nothing_shows_them_and_the_links_appear(
         "the run links on the Metrics tab",
     )
     assert WANDB_RUN in metrics
+    # the resolved config the run wrote beside its events, read inside the real Header: byte for byte, checksummed
+    assert "/tmp/tb/tensorboard/config.yaml" in metrics and _digest(CONFIG) in metrics
+    assert "project_name: 真机" in metrics
 
     # an edit that drops the credentials: the Secret goes, the restarted Worker has no key
     before = real_namespace.pods()[POD]["metadata"]["uid"]
