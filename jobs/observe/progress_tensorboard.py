@@ -213,8 +213,8 @@ def step_of(state: JobState) -> int | None:
 
 def seen_step(job, tasks: list, rows: dict[int, dict[str, Any]], clock=time.monotonic) -> list | None:
     """``[step, None]`` from the job's TensorBoard scalars (the total comes from the config), None when there is
-    none to read (or the job is neither pending nor running). Looks at the files at most every :data:`READ_INTERVAL` seconds (``clock``: monotonic seconds);
-    in between the last look's step is given again."""
+    none to read (or the job is neither pending nor running). Looks at the files at most every
+    :data:`READ_INTERVAL` seconds (``clock``: monotonic seconds); in between the last look's step is given again."""
     if job.phase not in ("Pending", "Running") or job.stopped:  # the phase before this sync's change
         return None
     state = _JOBS.get(job.pk)
