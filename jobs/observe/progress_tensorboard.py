@@ -150,6 +150,8 @@ def _read_file(path: str, fs: FileState, budget: int) -> int:
             break
         end = at + 12 + length + 4
         if end > len(data):
+            if 16 + length > MAX_BYTES and fs.offset + end <= size:
+                at = end  # a record no look could hold (an image, say): stepped over unread
             break  # half-written, or past this look's budget
         record = data[at + 12 : at + 12 + length]
         (record_crc,) = struct.unpack_from("<I", data, end - 4)

@@ -113,6 +113,19 @@ def test_a_look_reads_a_bounded_number_of_bytes(tmp_path, monkeypatch):
     assert tbp.step_of(state) == 199
 
 
+def test_a_record_bigger_than_a_look_is_stepped_over(tmp_path, monkeypatch):
+    writer = EventFileWriter(str(tmp_path))
+    scalars(writer, 1, train__global_step=1)
+    big = Summary.Value(tag="images/frame", image=Summary.Image(encoded_image_string=b"x" * 5000))
+    writer.add_event(Event(step=2, summary=Summary(value=[big])))
+    scalars(writer, 3, train__global_step=3)
+    monkeypatch.setattr(tbp, "MAX_BYTES", 2000)
+    state = look(tmp_path)
+    for _ in range(5):
+        state = look(tmp_path, state)
+    assert tbp.step_of(state) == 3
+
+
 # --- through the status sync ------------------------------------------------------------------------------------
 
 
