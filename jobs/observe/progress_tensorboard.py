@@ -1,8 +1,9 @@
 """Progress from TensorBoard scalars, for a job whose logs never showed a ``Global Step`` line.
 
 RLinf's metric logger writes every training metric with ``step=global_step`` to TensorBoard event files under
-``<log_path>/tensorboard/`` (rlinf.md 7, "Where outputs go"; the head template's ``tensorBoardDir`` points there
-or at its parent). When no Worker's log showed a ``Global Step`` line (``jobs.observe.progress``), the step is:
+``<log_path>/tensorboard/`` (rlinf.md 7, "Where outputs land and how progress shows": the same global step names
+the checkpoints ``global_step_<N>``; the head template's ``tensorBoardDir`` points there or at its parent).
+When no Worker's log showed a ``Global Step`` line (``jobs.observe.progress``), the step is:
 
 - the latest value of the scalar ``global_step`` (a tag whose last path part is ``global_step``, e.g.
   ``train/global_step``) when the files hold one,
