@@ -5,7 +5,7 @@ times the first look (the whole file, up to ``MAX_BYTES``) against a later look 
 appended (only the new bytes). Goal: the later look costs a small fraction of the first (ratio <= 0.1 at 100,000
 events) and reads only the appended bytes. Called by ``bench/progress.py``; alone::
 
-    .venv/bin/python bench/progress_tensorboard.py [--events 100000]
+    .venv/bin/python bench/progress_tensorboard.py [--events 100000] [--quick: 10,000 events]
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.quick import quick_defaults  # noqa: E402
 
 
 def write(writer, start: int, count: int) -> None:
@@ -68,6 +70,7 @@ def report(events: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
+    quick_defaults(parser, events=10_000)
     report(parser.parse_args().events)
 
 
