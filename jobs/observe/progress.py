@@ -16,6 +16,9 @@ The total is the line's own (``STEPS`` overrides ``runner.max_steps``, rlinf.md 
 the attached RLinf config (a value <= 0 means "from max_epochs", which gives no step count: unknown). The rate
 (steps per minute) is measured between two syncs that saw the step move, smoothed; without a total or a rate no
 time left is shown, never a made-up one.
+
+A job whose logs never showed a ``Global Step`` line takes its step from its TensorBoard scalars instead
+(``jobs.observe.progress_tensorboard``: the ``global_step`` scalar, else the highest event step).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from jobs.jobspec.rlinf import load_config
+from jobs.observe import progress_tensorboard
 
 MARK = "Global Step"
 MAX_STEP = 10**12  # a bigger number in a log line is not a step count
@@ -121,13 +125,19 @@ def _seen_step(tasks: list, pods_by_task: dict[str, list], signals: dict[tuple[i
     return best
 
 
-def job_fields(job, tasks: list, pods_by_task: dict[str, list], signals: dict, now: datetime) -> dict[str, Any]:
+def job_fields(
+    job, tasks: list, pods_by_task: dict[str, list], signals: dict, now: datetime, rows: dict | None = None
+) -> dict[str, Any]:
     """The ``progress_*`` fields of ``job`` that the log signals just read change (``{}``: nothing new).
 
     ``tasks``: the job's Tasks; ``pods_by_task``: Task name -> reported Pods; ``signals``: (task id, Pod name) ->
-    signals just read. A lower step than the stored one is a new run: its rate starts over. The rate, in steps per
+    signals just read; ``rows``: Task id -> Pod name -> Pod row (given: a job whose logs never showed a
+    ``Global Step`` line takes its step from its TensorBoard scalars, ``jobs.observe.progress_tensorboard``).
+    A lower step than the stored one is a new run: its rate starts over. The rate, in steps per
     minute, is the step's advance over the minutes since the step last changed, averaged with the stored one."""
     seen = _seen_step(tasks, pods_by_task, signals)
+    if seen is None and rows is not None and not progress_tensorboard.logged_step(tasks, rows, signals):
+        seen = progress_tensorboard.seen_step(job, tasks, rows)
     if seen is None:
         return {}
     step, total = int(seen[0]), seen[1]

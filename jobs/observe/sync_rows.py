@@ -152,7 +152,7 @@ def diff(
         runtime_restart.new_attempt(job, now)
         out.runtime_restarted = False
     out.tasks, out.job_fields, out.terminal_now = aggregate(job, tasks, rows, down, now)
-    out.job_fields = {**out.job_fields, **progress.job_fields(job, tasks, pods_by_task, signals, now)}
+    out.job_fields = {**out.job_fields, **progress.job_fields(job, tasks, pods_by_task, signals, now, rows)}
     return out
 
 

@@ -8,7 +8,7 @@ import pytest
 from django.utils.translation import override
 
 from jobs.control import controller
-from jobs.models import Job
+from jobs.models import Job, Pod
 from jobs.observe.progress import progress_text
 from tests.clusters.test_runcheck_local import ROOT, demo_document, explain, local, run_until  # noqa: F401
 
@@ -55,3 +55,26 @@ def test_the_demo_jobs_progress_appears_while_it_runs_and_stays_at_its_last_step
     assert job.progress_step == STEPS
     with override("en"):
         assert progress_text(job) == f"step {STEPS} / {STEPS}"  # finished: no time left shown
+
+
+QUIET = RUN.replace("--save-interval 100", "--save-interval 1") + ' | grep --line-buffered -v "Global Step"'
+
+
+def test_without_global_step_lines_the_step_comes_from_the_runs_tensorboard_files(local, admin_user, client):  # noqa: F811
+    """The same demo with its ``Global Step`` lines filtered out of the log: the status sync reads the step from
+    the event files it writes (flushed every step, ``--save-interval 1``) under ``tensorBoardDir``
+    (``/output/$RLARK_RUN_ID``, a hostPath); the total is ``runner.max_steps`` of the attached config (60)."""
+    job = Job.objects.create(
+        name="progress-tb",
+        owner=admin_user,
+        spec=demo_document(local / "out", run_script=QUIET, rollouts=2),
+        rlinf_config=(ROOT / "examples/demo/demo.yaml").read_text(),
+    )
+    controller.request_reconcile(job)
+    job = run_until(job, lambda j: j.progress_step or j.phase in ("Failed", "Succeeded"), 300, "a step from events")
+    assert job.progress_step and 1 <= job.progress_step <= STEPS, explain(job)
+    assert job.progress_total == 60
+    assert not any((p.container_state.get("signals") or {}).get("step") for p in Pod.objects.filter(task__job=job))
+    client.force_login(admin_user)
+    page = client.get("/jobs/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert f"step {job.progress_step} / 60" in page

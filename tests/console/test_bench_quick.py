@@ -24,7 +24,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = {
     "validate.py": ((), ["validate+render: median", "ratio:"], 120),
     "lists.py": ((), ["worst ratio", "queries"], 180),
-    "progress.py": ((), ["worst time ratio", "queries ratio 300/100 jobs: 1.00 on every page"], 180),
+    "progress.py": (
+        (),
+        ["worst time ratio", "queries ratio 300/100 jobs: 1.00 on every page", "later / first look time ratio"],
+        180,
+    ),
+    "progress_tensorboard.py": ((), ["later / first look time ratio", "appended bytes parsed"], 120),
     "web.py": ((pytest.mark.e2e,), ["ratio 8/1 connections", "p99"], 240),
     "sync.py": ((), ["ratio sync/raw", "DB queries per cycle"], 180),
     "diagnosis.py": ((), ["Diagnosis queries:", "Run check queries:", "ratio to the raw reading of the logs"], 240),
