@@ -302,33 +302,7 @@ def _reconcile_locked(job: Job) -> list[str]:
             task.delete()
             del existing[template]
 
-    tasks: list[Task] = []
-    for p in plan:
-        cluster = clusters.get(p["cluster"])
-        if cluster is None:
-            errors.append(f"{p['name']}: unknown cluster {p['cluster']!r}")
-            continue
-        values = {
-            "name": p["name"],
-            "cluster": cluster,
-            "namespace": cluster.namespace,
-            "role": p["role"],
-            "display_role": p["display_role"],
-            "head": p["head"],
-            "order": p["order"],
-            "replicas": p["replicas"],
-            "rank_start": p["rank_start"],
-        }
-        task = existing.get(p["template"])
-        if task is None:
-            task = Task.objects.create(job=job, template_name=p["template"], **values)
-        else:
-            changed = [k for k, v in values.items() if getattr(task, k) != v]
-            for key in changed:
-                setattr(task, key, values[key])
-            if changed:
-                task.save(update_fields=["cluster" if k == "cluster" else k for k in changed])
-        tasks.append(task)
+    tasks = _upsert_tasks(job, plan, clusters, existing, errors)
 
     run = not job.stopped and job.phase not in TERMINAL
     if run and (closed := safety.closed_gate(job)) is not None:
@@ -385,6 +359,41 @@ def _reconcile_locked(job: Job) -> list[str]:
             logger.exception("reconcile of task %s", task.name)
             errors.append(f"{task.name}: {exc}")
     return errors
+
+
+def _upsert_tasks(
+    job: Job, plan: list[dict[str, Any]], clusters: dict[str, Cluster], existing: dict[str, Task], errors: list[str]
+) -> list[Task]:
+    """The job's Task rows as ``plan`` says (created, or changed fields saved), in plan order; a plan entry whose
+    cluster is unknown is left out and named in ``errors``."""
+    tasks: list[Task] = []
+    for p in plan:
+        cluster = clusters.get(p["cluster"])
+        if cluster is None:
+            errors.append(f"{p['name']}: unknown cluster {p['cluster']!r}")
+            continue
+        values = {
+            "name": p["name"],
+            "cluster": cluster,
+            "namespace": cluster.namespace,
+            "role": p["role"],
+            "display_role": p["display_role"],
+            "head": p["head"],
+            "order": p["order"],
+            "replicas": p["replicas"],
+            "rank_start": p["rank_start"],
+        }
+        task = existing.get(p["template"])
+        if task is None:
+            task = Task.objects.create(job=job, template_name=p["template"], **values)
+        else:
+            changed = [k for k, v in values.items() if getattr(task, k) != v]
+            for key in changed:
+                setattr(task, key, values[key])
+            if changed:
+                task.save(update_fields=["cluster" if k == "cluster" else k for k in changed])
+        tasks.append(task)
+    return tasks
 
 
 def _plan_of(plan: list[dict[str, Any]], template: str) -> dict[str, Any]:

@@ -19,9 +19,8 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from jobs.models import Job, Phase
 from jobs.observe import progress_tensorboard as tbp
 from jobs.observe.progress import progress_text
-from jobs.observe.sync import sync_job
 from tests.fake_runtime import job_document
-from tests.jobs.test_sync import HEAD_READY, runtimes  # noqa: F401 - the fixture
+from tests.jobs.test_sync import HEAD_READY, resync, runtimes  # noqa: F401 - the fixture
 
 
 def scalars(writer: EventFileWriter, step: int, **values: float) -> None:
@@ -140,12 +139,6 @@ def tb_job(owner, data, config: str = "runner:\n  max_steps: 100\n") -> Job:
     spec["volumes"] = [{"name": "data", "hostPath": {"path": str(data)}}]
     job = Job.objects.create(name="demo", owner=owner, spec=doc, rlinf_config=config)
     controller.request_reconcile(job)
-    job.refresh_from_db()
-    return job
-
-
-def resync(job: Job) -> Job:
-    sync_job(job)
     job.refresh_from_db()
     return job
 
