@@ -55,7 +55,8 @@ class AuditEvent(models.Model):
 class TrackingCredential(models.Model):
     """A user's experiment-tracking credential (W&B or SwanLab): an API key, encrypted at rest, an optional
     self-hosted host URL and, for W&B, an optional entity (team or user name; not secret, ``WANDB_ENTITY``). A
-    job picks credentials by ``name`` (``spec.trackingCredentials``); the key reaches its Workers only through a Secret (``clusters.tracking_secret``), never the job's document, pages or logs."""
+    job picks credentials by ``name`` (``spec.trackingCredentials``); the key reaches its Workers only through a
+    Secret (``clusters.tracking_secret``), never the job's document, pages or logs."""
 
     class Kind(models.TextChoices):
         WANDB = "wandb", "W&B"

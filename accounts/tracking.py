@@ -108,9 +108,7 @@ def create(user, name: str, kind: str, api_key: str, host: str = "", request=Non
         raise CredentialError(_("You already have a credential called “%(name)s”.") % {"name": name}, "name")
     if qs.count() >= MAX_PER_USER:
         raise CredentialError(_("You have %(n)d credentials, the most one account keeps.") % {"n": MAX_PER_USER})
-    cred = TrackingCredential.objects.create(
-        user=user, name=name, kind=kind, api_key=api_key, host=host, entity=entity
-    )
+    cred = TrackingCredential.objects.create(user=user, name=name, kind=kind, api_key=api_key, host=host, entity=entity)
     audit.record(
         user,
         "tracking.create",

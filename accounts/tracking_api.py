@@ -43,9 +43,7 @@ class TrackingCredentialInput(serializers.Serializer):
     kind = serializers.CharField(max_length=16, allow_blank=True)
     api_key = serializers.CharField(max_length=tracking.KEY_MAX_CHARS, allow_blank=True, write_only=True)
     host = serializers.CharField(max_length=tracking.MAX_HOST_CHARS, allow_blank=True, required=False, default="")
-    entity = serializers.CharField(
-        max_length=tracking.MAX_ENTITY_CHARS, allow_blank=True, required=False, default=""
-    )
+    entity = serializers.CharField(max_length=tracking.MAX_ENTITY_CHARS, allow_blank=True, required=False, default="")
 
 
 def _invalid(field: str, message) -> dict:

@@ -19,7 +19,8 @@ __all__ = ["CODES", "env_for", "from_spec", "job_env", "picked", "to_spec"]
 
 def env_for(user, names: Iterable[str]) -> dict[str, str]:
     """Variable -> value for ``user``'s credentials called ``names`` (at most two are read): the API key, for a
-    self-hosted one its host and, for a W&B one with an entity, ``WANDB_ENTITY``. Names without a credential are skipped (deleted since submit)."""
+    self-hosted one its host and, for a W&B one with an entity, ``WANDB_ENTITY``. Names without a credential are
+    skipped (deleted since submit)."""
     wanted = [n for n in names if isinstance(n, str)][:2]
     out: dict[str, str] = {}
     for cred in TrackingCredential.objects.filter(user=user, name__in=wanted):
