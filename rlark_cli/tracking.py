@@ -13,6 +13,7 @@ import argparse
 import getpass
 import json
 import os
+import re
 import sys
 import urllib.parse
 from typing import Any
@@ -21,12 +22,15 @@ from rlark_cli.client import Client, CLIError, emit
 
 MAX_KEY_CHARS = 512  # the console refuses longer keys; more is never read from stdin
 PATH = "tracking-credentials/"
+VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
 def read_key(args: argparse.Namespace) -> str:
     """The API key for ``add``: ``--api-key-env``, else stdin (not a terminal), else a prompt without echo.
     Raises CLIError when it is empty or the variable is unset."""
     if args.api_key_env:
+        if not VAR_NAME.fullmatch(args.api_key_env):  # a key typed here by mistake is not echoed back
+            raise CLIError("--api-key-env takes the NAME of an environment variable (letters, digits, '_')")
         key = os.environ.get(args.api_key_env, "")
         if not key:
             raise CLIError(f"environment variable {args.api_key_env} is not set or empty")
@@ -110,6 +114,7 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     a = actions.add_parser(
         "add",
         parents=[common],
+        allow_abbrev=False,  # "--api-key SECRET" must fail, not read a variable called SECRET
         help="store a credential; the key comes from --api-key-env, stdin or a prompt, never an argument",
     )
     a.add_argument("name", help="lowercase letters, digits and '-' (at most 63)")
