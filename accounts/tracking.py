@@ -131,7 +131,9 @@ def delete(user, pk=None, request=None, name: str | None = None):
     from accounts.models import TrackingCredential
 
     if name is not None:
-        cred = TrackingCredential.objects.get(user=user, name=str(name)[:63])
+        if not NAME.fullmatch(str(name)):  # never a query with what no name can be (NUL bytes, 10 kB ...)
+            raise TrackingCredential.DoesNotExist
+        cred = TrackingCredential.objects.get(user=user, name=name)
     else:
         cred = TrackingCredential.objects.get(user=user, pk=pk)
     pk = cred.pk

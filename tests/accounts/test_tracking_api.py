@@ -96,6 +96,9 @@ def test_a_user_sees_and_deletes_only_their_own(client, alice, bob):
     assert TrackingCredential.objects.filter(user=bob, name="bobs").exists()
     assert client.delete(f"{URL}mine/").status_code == 204
     assert client.delete(f"{URL}mine/").status_code == 404
+    assert client.delete(f"{URL}%00/").status_code == 400  # the project's NUL check, before any query
+    for odd in ("x" * 2000, "Bad%20Name"):
+        assert client.delete(f"{URL}{odd}/").status_code == 404
     assert client.get(URL).json() == []
     event = AuditEvent.objects.get(action="tracking.delete")
     assert event.detail["name"] == "mine" and KEY not in json.dumps(event.detail)
