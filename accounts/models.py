@@ -53,9 +53,10 @@ class AuditEvent(models.Model):
 
 
 class TrackingCredential(models.Model):
-    """A user's experiment-tracking credential (W&B or SwanLab): an API key, encrypted at rest, and an optional
-    self-hosted host URL. A job picks credentials by ``name`` (``spec.trackingCredentials``); the key reaches its
-    Workers only through a Secret (``clusters.tracking_secret``), never the job's document, pages or logs."""
+    """A user's experiment-tracking credential (W&B or SwanLab): an API key, encrypted at rest, an optional
+    self-hosted host URL and, for W&B, an optional entity (team or user name; not secret, ``WANDB_ENTITY``). A
+    job picks credentials by ``name`` (``spec.trackingCredentials``); the key reaches its Workers only through a
+    Secret (``clusters.tracking_secret``), never the job's document, pages or logs."""
 
     class Kind(models.TextChoices):
         WANDB = "wandb", "W&B"
@@ -66,6 +67,7 @@ class TrackingCredential(models.Model):
     kind = models.CharField(_("tracking service"), max_length=16, choices=Kind.choices)
     api_key = EncryptedTextField(_("API key"))
     host = models.CharField(_("self-hosted URL"), max_length=255, blank=True)
+    entity = models.CharField(_("W&B entity"), max_length=64, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:

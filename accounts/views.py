@@ -101,7 +101,7 @@ def tracking(request):
             else:
                 messages.success(request, _("Credential “%(name)s” deleted.") % {"name": cred.name})
         else:
-            form = {k: request.POST.get(k, "")[:512] for k in ("name", "kind", "host")}
+            form = {k: request.POST.get(k, "")[:512] for k in ("name", "kind", "host", "entity")}
             try:
                 cred = services.create(
                     request.user,
@@ -110,6 +110,7 @@ def tracking(request):
                     request.POST.get("api_key", "")[:1024],
                     form["host"],
                     request,
+                    entity=form["entity"],
                 )
             except services.CredentialError as exc:
                 messages.error(request, str(exc))

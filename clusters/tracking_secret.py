@@ -1,12 +1,16 @@
 """Experiment-tracking credentials (W&B, SwanLab) of a Job, as its Workers receive them.
 
-The variables each service's client reads (W&B: ``WANDB_API_KEY``, ``WANDB_BASE_URL`` for a self-hosted server;
-SwanLab: ``SWANLAB_API_KEY``, ``SWANLAB_WEB_HOST`` for a private deployment, which SwanLab's environment-variable
-reference says is the only host a private deployment needs). RLinf's ``rlinf/utils/metric_logger.py``
-(``MetricLogger``) calls ``wandb.init`` / ``swanlab.init`` when ``runner.logger.logger_backends`` lists them, and
-both clients take the key from these variables. That file reads ``runner.logger.logger_backends`` (``tensorboard``,
-``wandb``, ``swanlab``), ``project_name``, ``experiment_name``, ``wandb_proxy`` and ``swanlab_mode``; the version
-consulted reads no ``wandb_entity`` (W&B then uses the key's default entity, or ``WANDB_ENTITY`` set in the job).
+The variables each service's client reads (W&B: ``WANDB_API_KEY``, ``WANDB_BASE_URL`` for a self-hosted server,
+``WANDB_ENTITY`` for the team or user the runs are logged under, all three named in W&B's "Environment variables"
+reference; SwanLab: ``SWANLAB_API_KEY``, ``SWANLAB_WEB_HOST`` for a private deployment, which SwanLab's
+environment-variable reference says is the only host a private deployment needs). RLinf's
+``rlinf/utils/metric_logger.py`` (``MetricLogger``) calls ``wandb.init`` / ``swanlab.init`` when
+``runner.logger.logger_backends`` lists them, and both clients take the key from these variables. That file reads
+``runner.logger.logger_backends`` (``tensorboard``, ``wandb``, ``swanlab``), ``project_name``, ``experiment_name``,
+``wandb_proxy`` and ``swanlab_mode``; the version consulted reads no ``wandb_entity`` (W&B then uses the key's
+default entity, or ``WANDB_ENTITY`` set in the job), so the entity of the user's W&B credential
+(``accounts.TrackingCredential.entity``), given here as ``WANDB_ENTITY``, is how a team sets it. The entity is
+not secret but travels with the key in the same Secret.
 
 Kubernetes: each Task carries a Secret ``<task>-tracking`` (label ``rlark.io/tracking``, one key per variable) in
 its ``extra_objects``; the ``main`` container gets every variable via ``env.valueFrom.secretKeyRef``, exactly as
@@ -23,11 +27,12 @@ from typing import Any
 
 WANDB_API_KEY = "WANDB_API_KEY"
 WANDB_BASE_URL = "WANDB_BASE_URL"
+WANDB_ENTITY = "WANDB_ENTITY"
 SWANLAB_API_KEY = "SWANLAB_API_KEY"
 SWANLAB_HOST = "SWANLAB_WEB_HOST"
-VARIABLES = (WANDB_API_KEY, WANDB_BASE_URL, SWANLAB_API_KEY, SWANLAB_HOST)
+VARIABLES = (WANDB_API_KEY, WANDB_BASE_URL, WANDB_ENTITY, SWANLAB_API_KEY, SWANLAB_HOST)
 LABEL = "rlark.io/tracking"
-MAX_VALUE_CHARS = 512  # an API key or a host URL; longer values are refused before they are stored
+MAX_VALUE_CHARS = 512  # an API key, a host URL or an entity; longer values are refused before they are stored
 
 
 def secret_name(task: str) -> str:

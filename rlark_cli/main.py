@@ -15,6 +15,10 @@ Commands::
     rlark checkpoints NAME                            # each global_step_<N>: state, size, run
     rlark resume NAME [--checkpoint PATH|latest] [--run-script FILE]   # a new run from a complete checkpoint
     rlark plan -f rlinf.yaml
+    rlark tracking list                               # your W&B / SwanLab credentials (never the keys)
+    rlark tracking add NAME --kind wandb|swanlab [--host URL] [--entity TEAM] [--api-key-env VAR]
+                                                      # the key: VAR, stdin or a prompt, never an argument
+    rlark tracking delete NAME
     -o json|yaml on any command prints the API's answer as JSON/YAML.
 
 Exit codes: 0 success, 1 failure (invalid job, HTTP error, unreachable server), 2 usage errors.
@@ -25,7 +29,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rlark_cli import jobs, ssh
+from rlark_cli import jobs, ssh, tracking
 from rlark_cli.client import CLIError, emit, load_config
 
 
@@ -40,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     jobs.add_commands(sub, common)
     ssh.add_commands(sub, common)  # rlark ssh, rlark ssh-config
+    tracking.add_commands(sub, common)  # rlark tracking list|add|delete
     return parser
 
 

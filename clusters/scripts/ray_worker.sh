@@ -14,7 +14,7 @@ echo "RLINF_NODE_RANK: ${RLINF_NODE_RANK}"
 if [ -d /rlark/tracking ]; then
     for f in /rlark/tracking/*; do
         case "${f##*/}" in
-            WANDB_API_KEY | WANDB_BASE_URL | SWANLAB_API_KEY | SWANLAB_WEB_HOST) export "${f##*/}=$(cat "$f")" ;;
+            WANDB_API_KEY | WANDB_BASE_URL | WANDB_ENTITY | SWANLAB_API_KEY | SWANLAB_WEB_HOST) export "${f##*/}=$(cat "$f")" ;;
         esac
     done
 fi

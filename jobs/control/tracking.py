@@ -18,8 +18,9 @@ __all__ = ["CODES", "env_for", "from_spec", "job_env", "picked", "to_spec"]
 
 
 def env_for(user, names: Iterable[str]) -> dict[str, str]:
-    """Variable -> value for ``user``'s credentials called ``names`` (at most two are read): the API key and,
-    for a self-hosted one, its host. Names without a credential are skipped (deleted since submit)."""
+    """Variable -> value for ``user``'s credentials called ``names`` (at most two are read): the API key, for a
+    self-hosted one its host and, for a W&B one with an entity, ``WANDB_ENTITY``. Names without a credential are
+    skipped (deleted since submit)."""
     wanted = [n for n in names if isinstance(n, str)][:2]
     out: dict[str, str] = {}
     for cred in TrackingCredential.objects.filter(user=user, name__in=wanted):
@@ -27,6 +28,8 @@ def env_for(user, names: Iterable[str]) -> dict[str, str]:
         out[ts.WANDB_API_KEY if wandb else ts.SWANLAB_API_KEY] = cred.api_key
         if cred.host:
             out[ts.WANDB_BASE_URL if wandb else ts.SWANLAB_HOST] = cred.host
+        if wandb and cred.entity:
+            out[ts.WANDB_ENTITY] = cred.entity
     return out
 
 

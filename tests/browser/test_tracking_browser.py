@@ -1,7 +1,8 @@
-"""Browser: experiment tracking. The Experiment tracking account page keeps a W&B key (never shown again), the
-wizard's Common Config step offers it, and the Metrics tab of a job whose Header's and Worker's logs printed W&B- and
-SwanLab-style run lines shows both links beside Open in TensorBoard (a link to another host is not shown), with
-the resolved RLinf config and its sha256; the run record carries them. zh and en screenshots."""
+"""Browser: experiment tracking. The Experiment tracking account page keeps a W&B key (never shown again) and its
+entity, the wizard's Common Config step offers it with the host and the entity, and the Metrics tab of a job whose
+Header's and Worker's logs printed W&B- and SwanLab-style run lines shows both links beside Open in TensorBoard (a
+link to another host is not shown), with the resolved RLinf config and its sha256; the run record carries them.
+zh and en screenshots."""
 
 from __future__ import annotations
 
@@ -44,8 +45,11 @@ def test_account_page_keeps_the_key_and_the_wizard_offers_it(page, live_server, 
         page.select_option("[data-testid=tracking-kind]", "wandb")
         page.fill("[data-testid=tracking-key]", KEY)
         page.fill("[data-testid=tracking-host]", "https://wandb.example.com")
+        page.fill("[data-testid=tracking-entity]", "rl-team")
         page.click("[data-testid=tracking-save]")
         expect(page.locator(f"[data-testid=tracking-row-team-wandb-{lang[:2]}]")).to_contain_text("wandb.example.com")
+        expect(page.locator(f"[data-testid=tracking-entity-team-wandb-{lang[:2]}]")).to_have_text("rl-team")
+        expect(page.locator("[data-testid=tracking-entity-hint]")).to_contain_text("WANDB_ENTITY")
         expect(page.locator("body")).to_contain_text(saved)
         assert KEY not in page.content()
         page.screenshot(path=f"{SHOTS}/tracking-account-{lang}.png", full_page=True)
@@ -57,6 +61,9 @@ def test_account_page_keeps_the_key_and_the_wizard_offers_it(page, live_server, 
         expect(box).to_be_visible()
         box.check()
         expect(page.locator("[data-testid=tracking]")).to_contain_text("W&B · https://wandb.example.com")
+        expect(page.locator("[data-testid=tracking]")).to_contain_text(
+            "实体 rl-team" if lang == "zh-hans" else "entity rl-team"
+        )
         page.screenshot(path=f"{SHOTS}/tracking-wizard-step3-{lang}.png", full_page=True)
     assert TrackingCredential.objects.filter(user=alice).count() == 2
 

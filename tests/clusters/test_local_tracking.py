@@ -19,7 +19,12 @@ from tests.clusters.test_local_runtime_support import SupervisorProcess, manifes
 
 WANDB_KEY = "local-wandb-key-5b1f0c2d9e8a7b6c5d4e3f2a1b0c9d8e"
 SWAN_KEY = "swan-key-Q1W2E3R4T5Y6U7I8O9P0"
-VALUES = {"WANDB_API_KEY": WANDB_KEY, "WANDB_BASE_URL": "https://127.0.0.1:9443", "SWANLAB_API_KEY": SWAN_KEY}
+VALUES = {
+    "WANDB_API_KEY": WANDB_KEY,
+    "WANDB_BASE_URL": "https://127.0.0.1:9443",
+    "WANDB_ENTITY": "rl-team",  # the W&B credential's entity travels with its key
+    "SWANLAB_API_KEY": SWAN_KEY,
+}
 
 
 def with_secret(job: str, template: str = "header", head: bool = True, **kw):
@@ -37,6 +42,19 @@ def test_take_drops_the_values_and_leaves_the_callers_manifest_alone():
     assert tracking_secret.values_of(wire["extra_objects"][0]) == VALUES
     plain = dataclasses.asdict(manifest("j2", "header", head=True))
     assert tracking.take(plain) == (plain, None)
+
+
+def test_every_variable_is_a_worker_file_the_wrapper_scripts_export():
+    """The wrapper scripts export exactly the variables of ``clusters.tracking_secret`` (the entity too)."""
+    from pathlib import Path
+
+    import clusters
+
+    scripts = Path(clusters.__file__).parent / "scripts"
+    for name in ("ray_head.sh", "ray_worker.sh"):
+        line = next(x for x in (scripts / name).read_text().splitlines() if "WANDB_API_KEY |" in x)
+        listed = line.split(")")[0].strip().split(" | ")
+        assert listed == list(tracking_secret.VARIABLES), name
 
 
 def test_worker_files_are_root_owned_and_readable_by_the_job_only(tmp_path):
@@ -83,7 +101,7 @@ RUN = r"""python -u - <<'PY'
 import hashlib, json, os, ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 ray.init(address="auto", logging_level="ERROR")
-NAMES = ("WANDB_API_KEY", "WANDB_BASE_URL", "SWANLAB_API_KEY", "SWANLAB_WEB_HOST")
+NAMES = ("WANDB_API_KEY", "WANDB_BASE_URL", "WANDB_ENTITY", "SWANLAB_API_KEY", "SWANLAB_WEB_HOST")
 @ray.remote(num_cpus=0)
 def seen():
     return {n: hashlib.sha256(os.environ[n].encode()).hexdigest() for n in NAMES if n in os.environ}

@@ -1,7 +1,7 @@
-"""Experiment tracking on Kubernetes (the fake API server over HTTP): a job that picks a W&B and a SwanLab
-credential gets one ``<task>-tracking`` Secret per Task, each StatefulSet's ``main`` reads the variables through
-``secretKeyRef`` and holds no key, the job's YAML and API answers hold only the names, and an edit that
-drops the credentials or Delete removes the Secrets."""
+"""Experiment tracking on Kubernetes (the fake API server over HTTP): a job that picks a W&B (with an entity) and a
+SwanLab credential gets one ``<task>-tracking`` Secret per Task (the entity as ``WANDB_ENTITY``), each
+StatefulSet's ``main`` reads the variables through ``secretKeyRef`` and holds no key, the job's YAML and API
+answers hold only the names, and an edit that drops the credentials or Delete removes the Secrets."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_keys_reach_every_task_through_its_secret_and_leave_with_the_job(setup, fake_k8s, alice):  # noqa: F811
-    TrackingCredential.objects.create(user=alice, name="team", kind="wandb", api_key=WANDB_KEY)
+    TrackingCredential.objects.create(user=alice, name="team", kind="wandb", api_key=WANDB_KEY, entity="rl-team")
     TrackingCredential.objects.create(
         user=alice, name="lab", kind="swanlab", api_key=SWAN_KEY, host="https://swan.example.org"
     )
@@ -39,6 +39,7 @@ def test_the_keys_reach_every_task_through_its_secret_and_leave_with_the_job(set
         data = fake_k8s.get("secrets", NS, f"{task}-tracking")["data"]
         assert {k: base64.b64decode(v).decode() for k, v in data.items()} == {
             "WANDB_API_KEY": WANDB_KEY,
+            "WANDB_ENTITY": "rl-team",
             "SWANLAB_API_KEY": SWAN_KEY,
             "SWANLAB_WEB_HOST": "https://swan.example.org",
         }
@@ -50,6 +51,7 @@ def test_the_keys_reach_every_task_through_its_secret_and_leave_with_the_job(set
             if "valueFrom" in e and "secretKeyRef" in e["valueFrom"]
         }
         assert refs["WANDB_API_KEY"] == {"name": f"{task}-tracking", "key": "WANDB_API_KEY"}
+        assert refs["WANDB_ENTITY"] == {"name": f"{task}-tracking", "key": "WANDB_ENTITY"}
         assert refs["SWANLAB_WEB_HOST"] == {"name": f"{task}-tracking", "key": "SWANLAB_WEB_HOST"}
         text = json.dumps(sts)
         assert WANDB_KEY not in text and SWAN_KEY not in text
