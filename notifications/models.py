@@ -13,7 +13,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from jobs.models import Job
-from notifications import errors
+from notifications import errors, safety
 from rlark_console.crypto import EncryptedTextField
 
 
@@ -62,6 +62,11 @@ class Channel(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def masked_url(self) -> str:
+        """The URL's scheme and host only (``https://host/…``), as the pages show it; "" for none."""
+        return safety.masked_url(self.url)
 
 
 class Rule(models.Model):

@@ -9,4 +9,5 @@ app_name = "notifications"
 urlpatterns = [
     path("", views.page, name="page"),
     path("<str:what>/<int:pk>/delete/", views.delete, name="delete"),
+    path("<str:what>/<int:pk>/edit/", views.edit, name="edit"),
 ]
