@@ -10,8 +10,8 @@ import pytest
 
 from accounts.models import AuditEvent
 from jobs.models import Job
-from notifications import services
-from notifications.models import Channel, Rule
+from notifications import dispatch, edit, services, tasks
+from notifications.models import Channel
 from tests.fake_runtime import job_document
 from tests.notifications.receiver import Receiver
 
@@ -124,14 +124,10 @@ def test_patch_rule_same_checks_as_create(client, alice, bob, allow_loopback):
 
 
 def test_a_disabled_rule_sends_nothing_and_a_re_enabled_one_does(alice, allow_loopback):
-    from notifications import dispatch, tasks
-
     job = Job.objects.create(name="demo", owner=alice, spec=job_document("demo"))
     with Receiver() as receiver:
         c = hook(alice, url=receiver.url)
         rule = services.create_rule(alice, {"channel": c.pk, "events": ["Failed"]})
-        from notifications import edit
-
         edit.update_rule(alice, rule, {"enabled": "off"})
         assert dispatch.record([{"job": job.pk, "kind": "phase", "phase": "Failed", "attempt": 1}]) == []
         edit.update_rule(alice, rule, {"enabled": True})
