@@ -3,7 +3,8 @@
 - ``channels/``: GET list, POST ``{name, kind, url?, secret?, email?, language?}`` -> 201; ``channels/<id>/``:
   GET, PATCH ``{name?, url?, secret?, clear_secret?, email?, language?}`` (a blank ``url`` or ``secret`` keeps the
   stored one; the answer's ``url`` is masked), DELETE. The answer gives the URL to its owner and never the
-  secret (``has_secret``).
+  secret (``has_secret``); ``channels/<id>/test/``: POST sends a test message (202), its outcome in
+  ``test_status`` (pending, retrying, sent, failed), ``test_error``, ``test_at``.
 - ``rules/``: GET list (``?job=<name>``: the rules that apply to that job), POST ``{channel, events,
   pending_minutes?, log_pattern?, job?}`` -> 201 (``job``: a job the caller may change; without it, a default for
   all the caller's jobs); ``rules/<id>/``: GET, PATCH ``{channel?, events?, pending_minutes?, log_pattern?,
@@ -23,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs import policy
-from notifications import edit, services
+from notifications import edit, services, testsend
 from notifications.models import Channel, Rule
 from rlark_console import apierrors
 
@@ -33,7 +34,21 @@ class ChannelSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Channel
-        fields = ["id", "name", "kind", "url", "email", "language", "has_secret", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "url",
+            "email",
+            "language",
+            "has_secret",
+            "created_at",
+            "test_status",
+            "test_error",
+            "test_at",
+        ]
+
+    test_error = serializers.CharField(source="test_error_text", read_only=True)
 
     def get_has_secret(self, obj: Channel) -> bool:
         return bool(obj.secret)
@@ -127,6 +142,23 @@ class ChannelDetailView(APIView):
         except services.NotifyError as exc:
             return _error(exc)
         return Response(MaskedChannelSerializer(channel).data)
+
+
+class ChannelTestView(APIView):
+    """POST: send a test message on one of the caller's channels (202; its ``test_status`` follows)."""
+
+    serializer_class = MaskedChannelSerializer
+
+    @extend_schema(request=None, responses={202: MaskedChannelSerializer})
+    def post(self, request, pk: int):
+        channel = services.channels_of(request.user).filter(pk=pk).first()
+        if channel is None:
+            return Response(apierrors.not_found(), status=status.HTTP_404_NOT_FOUND)
+        try:
+            channel = testsend.start(request.user, channel, request)
+        except services.NotifyError as exc:
+            return _error(exc)
+        return Response(MaskedChannelSerializer(channel).data, status=status.HTTP_202_ACCEPTED)
 
 
 class RuleListView(APIView):

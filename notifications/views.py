@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from jobs import policy
 from notifications import edit as editing
-from notifications import services
+from notifications import services, testsend
 from notifications.models import Event, Kind, Rule
 
 MAX_FIELD = 4096  # characters of any posted field read
@@ -149,3 +149,20 @@ def edit(request: HttpRequest, what: str, pk: int) -> HttpResponse:
     masked = editing.masked_url(obj.url) if what == "channel" else ""
     context = _context(request, what=what, obj=obj, form=form, error=error, masked=masked)
     return render(request, "notifications/edit.html", context, status=status)
+
+
+@login_required
+@require_POST
+def test(request: HttpRequest, pk: int) -> HttpResponse:
+    """Send a test message on one of the caller's channels (404 for anyone else's); its status is shown in the
+    channel list."""
+    channel = services.channels_of(request.user).filter(pk=pk).first()
+    if channel is None:
+        raise Http404
+    try:
+        testsend.start(request.user, channel, request)
+    except services.NotifyError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("Test message of “%(name)s” sent off.") % {"name": channel.name})
+    return redirect("notifications:page")

@@ -130,3 +130,12 @@ def test_notifications_pages(page, live_server, client, alice, settings):
         page.reload()
         expect(page.get_by_role("heading", name="编辑渠道", exact=True)).to_be_visible()
         page.screenshot(path=str(ARTIFACTS / "notifications-edit-channel-zh.png"), full_page=True)
+
+        # send a test on the channel that answers: its status in the channel list
+        page.goto(f"{live_server.url}/account/notifications/")
+        row = page.locator("[data-testid=notify-channel]").filter(has_text="ok-hook")
+        row.locator("[data-testid=notify-channel-test]").click()
+        row = page.locator("[data-testid=notify-channel]").filter(has_text="ok-hook")
+        expect(row.locator("[data-testid=notify-channel-test-status]")).to_contain_text("已送达")
+        assert len(ok.requests) == 2
+        page.screenshot(path=str(ARTIFACTS / "notifications-test-sent-zh.png"), full_page=True)

@@ -4,9 +4,12 @@ secret and URL never sent back, an audit entry without secrets."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 
 import pytest
+from django.utils import timezone
 
 from accounts.models import AuditEvent
 from jobs.models import Job
@@ -181,3 +184,40 @@ def test_edit_pages_change_a_channel_and_a_job_rule(client, alice, allow_loopbac
     assert (rule.events, rule.log_pattern, rule.enabled) == (["log_match", "Succeeded"], "loss=nan", False)
     tab = client.get("/jobs/demo/notifications/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert 'data-testid="notify-rule-off"' in tab
+
+
+def test_send_a_test_goes_through_the_delivery_path_and_shows_its_status(client, alice, bob, allow_loopback):
+    with Receiver() as ok, Receiver([503] * 4) as failing:
+        good = hook(alice, url=ok.url, name="good")
+        bad = hook(alice, url=failing.url, name="bad")
+        client.force_login(bob)
+        assert client.post(f"/api/v1/notifications/channels/{good.pk}/test/").status_code == 404
+        assert client.post(f"/account/notifications/channel/{good.pk}/test/").status_code == 404
+        client.force_login(alice)
+        answer = client.post(f"/api/v1/notifications/channels/{good.pk}/test/")
+        assert answer.status_code == 202 and answer.json()["test_status"] == "sent", answer.content
+        assert SECRET not in answer.content.decode() and ok.url not in answer.content.decode()
+        answer = client.post(f"/account/notifications/channel/{bad.pk}/test/", HTTP_ACCEPT_LANGUAGE="en")
+        assert answer.status_code == 302
+    body = ok.requests[0]["body"]
+    ts = ok.requests[0]["headers"]["X-RLark-Timestamp"]
+    want = hmac.new(SECRET.encode(), ts.encode() + b"." + body, hashlib.sha256).hexdigest()
+    assert ok.requests[0]["headers"]["X-RLark-Signature"] == f"sha256={want}"
+    assert "RLark：渠道 good 的测试消息。" in body.decode()  # the channel's language (zh by default)
+    assert len(failing.requests) == 4  # the first attempt and 3 retries, as a job's deliveries
+    bad.refresh_from_db()
+    assert bad.test_status == "failed"
+    page = client.get("/account/notifications/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "the receiver answered HTTP 503" in page and "Send a test" in page
+    page = client.get("/account/notifications/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "发送测试" in page and "投递失败" in page
+    assert AuditEvent.objects.filter(action="notify.channel.test").count() == 2
+
+
+def test_one_test_at_a_time_per_channel(client, alice, allow_loopback):
+    c = hook(alice)
+    Channel.objects.filter(pk=c.pk).update(test_status="retrying", test_at=timezone.now())
+    client.force_login(alice)
+    answer = client.post(f"/api/v1/notifications/channels/{c.pk}/test/", HTTP_ACCEPT_LANGUAGE="en")
+    assert answer.status_code == 400 and answer.json()["code"] == "busy"
+    assert "already under way" in answer.json()["detail"]
