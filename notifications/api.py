@@ -1,10 +1,14 @@
 """``/api/v1/notifications/``: the caller's channels and rules (owner-only; another user's are a 404).
 
 - ``channels/``: GET list, POST ``{name, kind, url?, secret?, email?, language?}`` -> 201; ``channels/<id>/``:
-  GET, DELETE. The answer gives the URL to its owner and never the secret (``has_secret``).
+  GET, PATCH ``{name?, url?, secret?, clear_secret?, email?, language?}`` (a blank ``url`` or ``secret`` keeps the
+  stored one; the answer's ``url`` is masked), DELETE. The answer gives the URL to its owner and never the
+  secret (``has_secret``); ``channels/<id>/test/``: POST sends a test message (202), its outcome in
+  ``test_status`` (pending, retrying, sent, failed), ``test_error``, ``test_at``.
 - ``rules/``: GET list (``?job=<name>``: the rules that apply to that job), POST ``{channel, events,
   pending_minutes?, log_pattern?, job?}`` -> 201 (``job``: a job the caller may change; without it, a default for
-  all the caller's jobs); ``rules/<id>/``: GET, DELETE. Each rule shows ``last_status``, ``last_error``,
+  all the caller's jobs); ``rules/<id>/``: GET, PATCH ``{channel?, events?, pending_minutes?, log_pattern?,
+  enabled?}``, DELETE. Each rule shows ``last_status``, ``last_error``,
   ``last_at`` of its newest delivery.
 
 Errors: 400 ``{"code", "field", "detail"}`` with a localized ``detail``.
@@ -20,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs import policy
-from notifications import services
+from notifications import edit, services, testsend
 from notifications.models import Channel, Rule
 from rlark_console import apierrors
 
@@ -30,10 +34,33 @@ class ChannelSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Channel
-        fields = ["id", "name", "kind", "url", "email", "language", "has_secret", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "url",
+            "email",
+            "language",
+            "has_secret",
+            "created_at",
+            "test_status",
+            "test_error",
+            "test_at",
+        ]
+
+    test_error = serializers.CharField(source="test_error_text", read_only=True)
 
     def get_has_secret(self, obj: Channel) -> bool:
         return bool(obj.secret)
+
+
+class MaskedChannelSerializer(ChannelSerializer):
+    """A channel with its URL masked (``https://host/…``): the answer to an edit does not echo the URL."""
+
+    url = serializers.SerializerMethodField()
+
+    def get_url(self, obj: Channel) -> str:
+        return edit.masked_url(obj.url)
 
 
 class RuleSerializer(serializers.ModelSerializer):
@@ -85,7 +112,7 @@ class ChannelListView(APIView):
 
 
 class ChannelDetailView(APIView):
-    """GET or DELETE one of the caller's channels."""
+    """GET, PATCH or DELETE one of the caller's channels."""
 
     serializer_class = ChannelSerializer
 
@@ -104,6 +131,34 @@ class ChannelDetailView(APIView):
             return Response(apierrors.not_found(), status=status.HTTP_404_NOT_FOUND)
         services.delete_channel(request.user, channel, request)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=ChannelSerializer, responses={200: MaskedChannelSerializer})
+    def patch(self, request, pk: int):
+        channel = self._get(request, pk)
+        if channel is None:
+            return Response(apierrors.not_found(), status=status.HTTP_404_NOT_FOUND)
+        try:
+            channel = edit.update_channel(request.user, channel, _data(request), request)
+        except services.NotifyError as exc:
+            return _error(exc)
+        return Response(MaskedChannelSerializer(channel).data)
+
+
+class ChannelTestView(APIView):
+    """POST: send a test message on one of the caller's channels (202; its ``test_status`` follows)."""
+
+    serializer_class = MaskedChannelSerializer
+
+    @extend_schema(request=None, responses={202: MaskedChannelSerializer})
+    def post(self, request, pk: int):
+        channel = services.channels_of(request.user).filter(pk=pk).first()
+        if channel is None:
+            return Response(apierrors.not_found(), status=status.HTTP_404_NOT_FOUND)
+        try:
+            channel = testsend.start(request.user, channel, request)
+        except services.NotifyError as exc:
+            return _error(exc)
+        return Response(MaskedChannelSerializer(channel).data, status=status.HTTP_202_ACCEPTED)
 
 
 class RuleListView(APIView):
@@ -145,7 +200,7 @@ class RuleListView(APIView):
 
 
 class RuleDetailView(APIView):
-    """GET or DELETE one of the caller's rules."""
+    """GET, PATCH or DELETE one of the caller's rules."""
 
     serializer_class = RuleSerializer
 
@@ -164,3 +219,16 @@ class RuleDetailView(APIView):
             return Response(apierrors.not_found(), status=status.HTTP_404_NOT_FOUND)
         services.delete_rule(request.user, rule, request)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def patch(self, request, pk: int):
+        rule = self._get(request, pk)
+        if rule is None:
+            return Response(apierrors.not_found(), status=status.HTTP_404_NOT_FOUND)
+        data = _data(request)
+        if hasattr(request.data, "getlist") and "events" in request.data:
+            data["events"] = request.data.getlist("events")
+        try:
+            rule = edit.update_rule(request.user, rule, data, request)
+        except services.NotifyError as exc:
+            return _error(exc)
+        return Response(RuleSerializer(rule).data)

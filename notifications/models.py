@@ -13,7 +13,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from jobs.models import Job
-from notifications import errors
+from notifications import errors, safety
 from rlark_console.crypto import EncryptedTextField
 
 
@@ -52,6 +52,10 @@ class Channel(models.Model):
     # Set when the receiver did not answer in time: until then its deliveries fail at once without a connection,
     # so a hanging receiver holds at most one Celery worker per window (notifications.dispatch.transmit).
     quiet_until = models.DateTimeField(_("not tried until"), null=True, blank=True)
+    # The newest "send a test" of this channel (notifications.testsend): pending, retrying, sent or failed.
+    test_status = models.CharField(_("test message"), max_length=16, blank=True)
+    test_error = models.CharField(_("test message error"), max_length=500, blank=True)
+    test_at = models.DateTimeField(_("test message at"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
@@ -62,6 +66,16 @@ class Channel(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def test_error_text(self) -> str:
+        """The last test message's error in the active language ("" for none)."""
+        return errors.render(self.test_error)
+
+    @property
+    def masked_url(self) -> str:
+        """The URL's scheme and host only (``https://host/…``), as the pages show it; "" for none."""
+        return safety.masked_url(self.url)
 
 
 class Rule(models.Model):

@@ -99,3 +99,12 @@ def resolve(url: str) -> Target:
                 )
                 raise UnsafeURL(msgid, host=host, ip=str(ip))
     return Target(scheme, host, port, path, str(addresses[0]))
+
+
+def masked_url(url: str) -> str:
+    """``https://host/…``: the scheme and host of a stored URL, its path and query (which may hold a token)
+    hidden; "" for none."""
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}/…" if parts.netloc else "…"

@@ -13,6 +13,7 @@ from celery import shared_task
 
 from notifications import dispatch as dispatch_service
 from notifications import scan as scan_service
+from notifications import testsend
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +40,14 @@ def deliver(delivery_id: int) -> None:
     outcome = dispatch_service.attempt(delivery_id)
     if outcome is not None and outcome.retry_in is not None:
         deliver.apply_async((delivery_id,), countdown=outcome.retry_in)
+
+
+@shared_task(name="notifications.tasks.send_test", ignore_result=True)
+def send_test(channel_id: int, attempts: int = 1) -> None:
+    """One attempt of a channel's test message (``notifications.testsend``); retried as a delivery is."""
+    retry_in = testsend.attempt(channel_id, attempts)
+    if retry_in is not None:
+        send_test.apply_async((channel_id, attempts + 1), countdown=retry_in)
 
 
 @shared_task(name="notifications.tasks.scan", ignore_result=True)

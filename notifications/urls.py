@@ -9,4 +9,6 @@ app_name = "notifications"
 urlpatterns = [
     path("", views.page, name="page"),
     path("<str:what>/<int:pk>/delete/", views.delete, name="delete"),
+    path("<str:what>/<int:pk>/edit/", views.edit, name="edit"),
+    path("channel/<int:pk>/test/", views.test, name="test"),
 ]

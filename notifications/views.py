@@ -1,6 +1,7 @@
 """The Notifications pages: the user's channels and default rules (account area, ``/account/notifications/``) and
 a job's rules with their delivery status and last error (the job's Notifications tab,
-``/jobs/<name>/notifications/``). Thin: every rule is in ``notifications.services``."""
+``/jobs/<name>/notifications/``), and the edit form of one channel or rule. Thin: every rule is in
+``notifications.services`` and ``notifications.edit``."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from jobs import policy
-from notifications import services
+from notifications import edit as editing
+from notifications import services, testsend
 from notifications.models import Event, Kind, Rule
 
 MAX_FIELD = 4096  # characters of any posted field read
@@ -107,3 +109,60 @@ def job_page(request: HttpRequest, name: str) -> HttpResponse:
         request, job=job, tab="notifications", rules=rules, deliveries=deliveries, mine=mine, form=form, error=error
     )
     return render(request, "notifications/job.html", context, status=status)
+
+
+@login_required
+def edit(request: HttpRequest, what: str, pk: int) -> HttpResponse:
+    """GET: the edit form of one of the caller's channels (``what`` "channel") or rules (404 for anyone else's);
+    the stored URL and secret are not in the form (blank keeps them). POST: save, back to the page the rule is
+    listed on; an error re-renders the form (400) with nothing saved."""
+    if what == "channel":
+        obj = services.channels_of(request.user).filter(pk=pk).first()
+    elif what == "rule":
+        obj = Rule.objects.filter(owner=request.user, pk=pk).select_related("channel", "job").first()
+    else:
+        obj = None
+    if obj is None:
+        raise Http404
+    status, error = 200, None
+    if what == "channel":
+        form = {"name": obj.name, "email": obj.email, "language": obj.language}
+    else:
+        form = {k: getattr(obj, k) for k in ("events", "pending_minutes", "log_pattern", "enabled")}
+        form["channel"] = obj.channel_id
+    if request.method == "POST":
+        form = _form(request)
+        try:
+            if what == "channel":
+                obj = editing.update_channel(request.user, obj, form, request)
+                messages.success(request, _("Channel “%(name)s” saved.") % {"name": obj.name})
+            else:
+                form["enabled"] = "enabled" in request.POST
+                obj = editing.update_rule(request.user, obj, form, request)
+                messages.success(request, _("Rule saved."))
+        except services.NotifyError as exc:
+            error, status = exc, 400
+        else:
+            if what == "rule" and obj.job is not None:
+                return redirect("notifications-job", name=obj.job.name)
+            return redirect("notifications:page")
+    masked = editing.masked_url(obj.url) if what == "channel" else ""
+    context = _context(request, what=what, obj=obj, form=form, error=error, masked=masked)
+    return render(request, "notifications/edit.html", context, status=status)
+
+
+@login_required
+@require_POST
+def test(request: HttpRequest, pk: int) -> HttpResponse:
+    """Send a test message on one of the caller's channels (404 for anyone else's); its status is shown in the
+    channel list."""
+    channel = services.channels_of(request.user).filter(pk=pk).first()
+    if channel is None:
+        raise Http404
+    try:
+        testsend.start(request.user, channel, request)
+    except services.NotifyError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("Test message of “%(name)s” sent off.") % {"name": channel.name})
+    return redirect("notifications:page")

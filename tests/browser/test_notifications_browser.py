@@ -83,3 +83,64 @@ def test_notifications_pages(page, live_server, client, alice, settings):
         expect(failed.locator("[data-testid=notify-rule-status]")).to_contain_text("投递失败")
         expect(sent.locator("[data-testid=notify-rule-status]")).to_contain_text("已送达")
         page.screenshot(path=str(ARTIFACTS / "notifications-job-zh.png"), full_page=True)
+        edit_rules_and_send_a_test(page, live_server, ok)
+
+
+def edit_rules_and_send_a_test(page, live_server, ok: Receiver) -> None:
+    """Edit a default rule (zh) and the job's rule from its tab (en), open a channel's edit form in both
+    languages, send a test on the channel that answers; screenshots of each form."""
+    # edit the default rule (zh): Stopped instead of Worker restart; the stored secret is not in the form
+    page.goto(f"{live_server.url}/account/notifications/")
+    default = page.locator("[data-testid=notify-rule]").filter(has_text="team-hook")
+    default.locator("[data-testid=notify-rule-edit]").click()
+    expect(page.get_by_role("heading", name="编辑规则", exact=True)).to_be_visible()
+    expect(page.locator("[data-testid=notify-event-restart]")).to_be_checked()
+    page.uncheck("[data-testid=notify-event-restart]")
+    page.check("[data-testid=notify-event-Stopped]")
+    page.screenshot(path=str(ARTIFACTS / "notifications-edit-rule-zh.png"), full_page=True)
+    page.click("[data-testid=notify-save]")
+    expect(page.locator(".messages")).to_contain_text("已保存规则")
+    edited = page.locator("[data-testid=notify-rule]").filter(has_text="team-hook")
+    expect(edited).to_contain_text("已停止")
+    expect(edited).not_to_contain_text("Worker 重启")
+
+    # edit the job's rule from the job's tab (en): switch it off; a bad pattern is refused first, in words
+    set_lang(page, live_server, "en")
+    page.goto(f"{live_server.url}/jobs/demo/notifications/")
+    mine = page.locator("[data-testid=notify-rule]").filter(has_text="This job")
+    mine.locator("[data-testid=notify-rule-edit]").click()
+    expect(page.get_by_role("heading", name="Edit rule", exact=True)).to_be_visible()
+    page.check("[data-testid=notify-event-log_match]")
+    page.fill("[data-testid=notify-rule-pattern]", "(unclosed")
+    page.click("[data-testid=notify-save]")
+    expect(page.locator("[data-testid=notify-error]")).to_contain_text("Invalid log pattern")
+    page.fill("[data-testid=notify-rule-pattern]", "loss=nan")
+    page.uncheck("[data-testid=notify-rule-enabled]")
+    page.screenshot(path=str(ARTIFACTS / "notifications-edit-rule-en.png"), full_page=True)
+    page.click("[data-testid=notify-save]")
+    expect(page).to_have_url(f"{live_server.url}/jobs/demo/notifications/")
+    mine = page.locator("[data-testid=notify-rule]").filter(has_text="This job")
+    expect(mine.locator("[data-testid=notify-rule-off]")).to_have_text("Off")
+    expect(mine).to_contain_text("loss=nan")
+
+    # the channel's edit form shows the URL masked and never the secret, in both languages
+    page.goto(f"{live_server.url}/account/notifications/")
+    page.locator("[data-testid=notify-channel]").filter(has_text="ok-hook").locator(
+        "[data-testid=notify-channel-edit]"
+    ).click()
+    expect(page.locator("[data-testid=notify-url-current]")).to_contain_text("http://127.0.0.1:")
+    assert "browser-secret" not in page.content() and ok.url not in page.content()
+    page.screenshot(path=str(ARTIFACTS / "notifications-edit-channel-en.png"), full_page=True)
+    set_lang(page, live_server, "zh-hans")
+    page.reload()
+    expect(page.get_by_role("heading", name="编辑渠道", exact=True)).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / "notifications-edit-channel-zh.png"), full_page=True)
+
+    # send a test on the channel that answers: its status in the channel list
+    page.goto(f"{live_server.url}/account/notifications/")
+    row = page.locator("[data-testid=notify-channel]").filter(has_text="ok-hook")
+    row.locator("[data-testid=notify-channel-test]").click()
+    row = page.locator("[data-testid=notify-channel]").filter(has_text="ok-hook")
+    expect(row.locator("[data-testid=notify-channel-test-status]")).to_contain_text("已送达")
+    assert len(ok.requests) == 2
+    page.screenshot(path=str(ARTIFACTS / "notifications-test-sent-zh.png"), full_page=True)
