@@ -236,6 +236,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # two models have a choice field "kind": each enum keeps a name of its own in the schema
+    "ENUM_NAME_OVERRIDES": {
+        "TrackingKindEnum": "accounts.models.TrackingCredential.Kind",
+        "ChannelKindEnum": "notifications.models.Kind",
+    },
 }
 
 SESSION_COOKIE_HTTPONLY = True
