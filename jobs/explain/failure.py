@@ -21,6 +21,7 @@ Seed 05-troubleshooting-jobs-workers, "Worker 异常或日志显示进程失败"
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ from rlark_console.language import translate
 TAIL_LINES = 20  # lines shown before the exit
 READ_LINES = 400  # lines read from the end of a log to find the exit and the lines before it
 KEEP_LINE = 500  # characters kept of one line
+RETRY_SECONDS = 2.0  # wait before the live logs are read again when no read showed the failure
 RAY_MISSING = "Error: Ray CLI is not found."
 
 SOURCE_TEXT = {
@@ -142,11 +144,13 @@ def _archived(job, pod: str, previous: bool) -> str:
         return ""
 
 
-def _failed_log(job, pod: str) -> tuple[str, str]:
+def _failed_log(job, pod: str, restarting: bool = False) -> tuple[str, str]:
     """``(text, source)`` of the container run that failed: the first of the current log, the previous one, then
     their archived copies, that shows an exit or an error. The kubelet may restart the container (and the
     runtime may be stopping the Pod) between the sync that saw the exit and this read, so the synced restart
-    count is not asked. Nothing shows one: the current log (the previous one when the current is empty)."""
+    count is not asked; when every read is empty and the container is ``restarting`` (it restarted before), the live
+    logs are read once more after :data:`RETRY_SECONDS`.
+    Nothing shows one: the current log (the previous one when the current is empty)."""
     current = _read(job, pod, previous=False)
     reads = (
         (lambda: current, "current"),
@@ -154,8 +158,16 @@ def _failed_log(job, pod: str) -> tuple[str, str]:
         (lambda: _archived(job, pod, previous=False), "current"),
         (lambda: _archived(job, pod, previous=True), "previous"),
     )
+    again = (
+        (lambda: _read(job, pod, previous=False), "current"),
+        (lambda: _read(job, pod, previous=True), "previous"),
+    )
     fallback = (current, "current")
-    for read, source in reads:
+    for n, (read, source) in enumerate((*reads, *again)):
+        if n == len(reads):
+            if fallback[0] or not restarting:
+                break
+            time.sleep(RETRY_SECONDS)  # a container the kubelet is just replacing may have no log yet
         text = read()
         if text and _has_exit_or_error(text):
             return text, source
@@ -179,7 +191,7 @@ def failure_of(job, tasks: list, worker_stage: dict[str, tuple[str, tuple[int, s
         return JobFailure(reason=_failed_reason(job), message=job.message)
     task, row, failure = named
     stage, first_error = worker_stage.get(row.name, ("none", None))
-    text, source = _failed_log(job, row.name)
+    text, source = _failed_log(job, row.name, restarting=row.restart_count > 0)
     if source == "previous":
         first_error = None  # the Diagnosis read the current container's log
     if not text:
