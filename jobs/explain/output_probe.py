@@ -16,10 +16,8 @@ from pathlib import Path
 
 from django.core.cache import cache
 
-from clusters.runtime.base import RuntimeFailure
-from clusters.runtime.registry import runtime_for
 from jobs.explain import output_scan
-from jobs.observe.worker_script import run_in_worker
+from jobs.observe.worker_script import first_answer, running_pods
 
 log = logging.getLogger("rlark.runcheck")
 CACHE_SECONDS = 30
@@ -45,19 +43,9 @@ def probe_for(job, hash_limit: int):
 
 
 def _probe(job, template: str, path: str, hash_limit: int) -> dict | None:
-    tasks = sorted(job.tasks.filter(template_name=template).select_related("cluster"), key=lambda t: not t.head)
-    for task in tasks:
-        for pod in task.pods.filter(phase="Running").order_by("ordinal"):
-            try:
-                return _run(runtime_for(task.cluster), task.namespace, pod.name, path, hash_limit)
-            except (RuntimeFailure, TimeoutError) as exc:
-                log.info("output check in %s/%s: %s", task.namespace, pod.name, exc)
-    return None
-
-
-def _run(runtime, namespace: str, pod: str, path: str, hash_limit: int) -> dict:
-    """The scan's result from inside ``pod``. Raises RuntimeFailure (exec refused, no result) or TimeoutError."""
+    tasks = job.tasks.filter(template_name=template).select_related("cluster")
     argv = ["python3", "-c", SCRIPT, path, str(hash_limit)]
-    return run_in_worker(
-        runtime, namespace, pod, argv, output_scan.MARKER, output_scan.decode, timeout=TIMEOUT, max_output=MAX_OUTPUT
-    )
+    return first_answer(
+        running_pods(tasks), argv, output_scan.MARKER, output_scan.decode,
+        log=log, what="output check", timeout=TIMEOUT, max_output=MAX_OUTPUT,
+    )  # fmt: skip

@@ -33,14 +33,12 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_noop
 
-from clusters.runtime.base import RuntimeFailure
-from clusters.runtime.registry import runtime_for
 from jobs.control import controller
 from jobs.jobspec import checkpoints as spec
 from jobs.jobspec.mounts import host_path_for, persistent_mount_for
 from jobs.observe import checkpoint_scan
 from jobs.observe.run_prefix import current_run_id, uses_run_id, with_run_id
-from jobs.observe.worker_script import run_in_worker
+from jobs.observe.worker_script import first_answer, running_pods
 from rlark_console.language import translate
 
 log = logging.getLogger("rlark.checkpoints")
@@ -249,24 +247,12 @@ def _scan_remote(job, templates: list[dict], roots: list[str]) -> tuple[dict | N
     if not names:
         return None, "no_mount"
     argv = ["python3", "-c", SCRIPT, json.dumps(roots)]
-    tasks = sorted(job.tasks.filter(template_name__in=names).select_related("cluster"), key=lambda t: not t.head)
-    for task in tasks:
-        for pod in task.pods.filter(phase="Running").order_by("ordinal"):
-            try:
-                result = run_in_worker(
-                    runtime_for(task.cluster),
-                    task.namespace,
-                    pod.name,
-                    argv,
-                    checkpoint_scan.MARKER,
-                    checkpoint_scan.decode,
-                    timeout=TIMEOUT,
-                    max_output=MAX_OUTPUT,
-                )
-                return result, ""
-            except (RuntimeFailure, TimeoutError) as exc:
-                log.info("checkpoint scan in %s/%s: %s", task.namespace, pod.name, exc)
-    return None, "no_worker"
+    tasks = job.tasks.filter(template_name__in=names).select_related("cluster")
+    result = first_answer(
+        running_pods(tasks), argv, checkpoint_scan.MARKER, checkpoint_scan.decode,
+        log=log, what="checkpoint scan", timeout=TIMEOUT, max_output=MAX_OUTPUT,
+    )  # fmt: skip
+    return (result, "") if result is not None else (None, "no_worker")
 
 
 def _scan(job, directory: str, roots: list[str]) -> tuple[dict | None, dict[str, str], str]:

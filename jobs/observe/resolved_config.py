@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,12 +27,10 @@ from typing import Any
 
 from django.core.cache import cache
 
-from clusters.runtime.base import RuntimeFailure
-from clusters.runtime.registry import runtime_for
 from jobs.observe import config_scan
 from jobs.observe.metrics import tensorboard_source
 from jobs.observe.run_prefix import run_path
-from jobs.observe.worker_script import run_in_worker
+from jobs.observe.worker_script import first_answer, running_pods
 
 log = logging.getLogger("rlark.metrics")
 FILE = config_scan.FILE
@@ -95,27 +94,19 @@ def _in_header(job, directory: str) -> dict | None:
     """:func:`config_scan.find` of ``directory`` run inside the job's running Header Pod (``pods/exec``), kept
     :data:`CACHE_SECONDS` per (job, run, directory); None when no Header runs or it does not answer."""
     header = next((t for t in job.tasks.select_related("cluster") if t.head), None)
-    pod = header.pods.filter(phase="Running").order_by("ordinal").first() if header is not None else None
-    if pod is None:
+    pods = list(itertools.islice(running_pods([header] if header is not None else []), 1))
+    if not pods:
         return None
-    key = "rlark:resolved-config:" + hashlib.sha256(f"{job.pk}\0{pod.uid}\0{directory}".encode()).hexdigest()
+    key = "rlark:resolved-config:" + hashlib.sha256(f"{job.pk}\0{pods[0][1].uid}\0{directory}".encode()).hexdigest()
     cached = cache.get(key)
     if cached is not None:
         return cached.get("config")
     argv = ["python3", "-c", SCRIPT, directory]
-    try:
-        result = run_in_worker(
-            runtime_for(header.cluster),
-            header.namespace,
-            pod.name,
-            argv,
-            config_scan.MARKER,
-            config_scan.decode,
-            timeout=TIMEOUT,
-            max_output=MAX_OUTPUT,
-        )
-    except (RuntimeFailure, TimeoutError) as exc:
-        log.info("resolved config in %s/%s: %s", header.namespace, pod.name, exc)
+    result = first_answer(
+        pods, argv, config_scan.MARKER, config_scan.decode,
+        log=log, what="resolved config", timeout=TIMEOUT, max_output=MAX_OUTPUT,
+    )  # fmt: skip
+    if result is None:
         return None
     cache.set(key, result, CACHE_SECONDS)
     return result.get("config")
