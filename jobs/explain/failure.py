@@ -152,28 +152,31 @@ def _failed_log(job, pod: str, restarting: bool = False) -> tuple[str, str]:
     logs are read once more after :data:`RETRY_SECONDS`.
     Nothing shows one: the current log (the previous one when the current is empty)."""
     current = _read(job, pod, previous=False)
+    previous = (lambda: _read(job, pod, previous=True), "previous")
     reads = (
         (lambda: current, "current"),
-        (lambda: _read(job, pod, previous=True), "previous"),
+        previous,
         (lambda: _archived(job, pod, previous=False), "current"),
         (lambda: _archived(job, pod, previous=True), "previous"),
     )
-    again = (
-        (lambda: _read(job, pod, previous=False), "current"),
-        (lambda: _read(job, pod, previous=True), "previous"),
-    )
-    fallback = (current, "current")
-    for n, (read, source) in enumerate((*reads, *again)):
-        if n == len(reads):
-            if fallback[0] or not restarting:
-                break
-            time.sleep(RETRY_SECONDS)  # a container the kubelet is just replacing may have no log yet
+    found, fallback = _first_showing(reads, (current, "current"))
+    if found is None and not fallback[0] and restarting:
+        time.sleep(RETRY_SECONDS)  # a container the kubelet is just replacing may have no log yet
+        found, fallback = _first_showing(((lambda: _read(job, pod, previous=False), "current"), previous), fallback)
+    return found or fallback
+
+
+def _first_showing(reads, fallback: tuple[str, str]) -> tuple[tuple[str, str] | None, tuple[str, str]]:
+    """``(the first (text, source) of `reads` that shows an exit or an error, or None; fallback)``: ``fallback``
+    becomes the first non-empty text read when it is empty. ``reads``: ``(read(), source)`` pairs, read in order
+    until one shows the failure."""
+    for read, source in reads:
         text = read()
         if text and _has_exit_or_error(text):
-            return text, source
+            return (text, source), fallback
         if text and not fallback[0]:
             fallback = (text, source)
-    return fallback
+    return None, fallback
 
 
 def _has_exit_or_error(text: str) -> bool:
