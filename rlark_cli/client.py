@@ -101,3 +101,11 @@ def problems_text(body: Any) -> str:
 
 def fail(status: int, body: Any, what: str) -> CLIError:
     return CLIError(f"{what} failed: HTTP {status}\n{problems_text(body)}".rstrip(), body)
+
+
+def print_table(table: list[tuple[str, ...]]) -> None:
+    """Print ``table`` (a header row, then rows of strings) as left-aligned columns two spaces apart, as
+    ``kubectl get`` does; trailing spaces cut."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from rlark_cli.client import Client, CLIError, emit, fail, problems_text
+from rlark_cli.client import Client, CLIError, emit, fail, print_table, problems_text
 
 
 def read_file(name: str) -> str:
@@ -145,9 +145,7 @@ def cmd_get(client: Client, args) -> int:
         )
         for r in rows
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    print_table(table)
     return 0
 
 

@@ -18,7 +18,7 @@ import sys
 import urllib.parse
 from typing import Any
 
-from rlark_cli.client import Client, CLIError, emit
+from rlark_cli.client import Client, CLIError, emit, print_table
 
 MAX_KEY_CHARS = 512  # the console refuses longer keys; more is never read from stdin
 PATH = "tracking-credentials/"
@@ -74,9 +74,7 @@ def cmd_list(client: Client, args) -> int:
         )
         for r in data
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    print_table(table)
     return 0
 
 
