@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs import policy
-from notifications import edit, services, testsend
+from notifications import edit, services, testrequest
 from notifications.models import Channel, Rule
 from rlark_console import apierrors
 
@@ -155,7 +155,7 @@ class ChannelTestView(APIView):
         if channel is None:
             return Response(apierrors.not_found(), status=status.HTTP_404_NOT_FOUND)
         try:
-            channel = testsend.start(request.user, channel, request)
+            channel = testrequest.start(request.user, channel, request)
         except services.NotifyError as exc:
             return _error(exc)
         return Response(MaskedChannelSerializer(channel).data, status=status.HTTP_202_ACCEPTED)

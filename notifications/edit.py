@@ -72,7 +72,9 @@ def update_rule(user, rule: Rule, data: dict[str, Any], request=None) -> Rule:
     current = {"channel": rule.channel, **{k: getattr(rule, k) for k in RULE_KEYS if k != "channel"}}
     changed = sorted(k for k, v in fields.items() if current[k] != v)
     with transaction.atomic():
-        locked = Rule.objects.select_for_update().select_related("channel", "job").get(pk=rule.pk, owner=user)
+        locked = (
+            Rule.objects.select_for_update(of=("self",)).select_related("channel", "job").get(pk=rule.pk, owner=user)
+        )
         for key, value in fields.items():
             setattr(locked, key, value)
         locked.save()

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from jobs import policy
 from notifications import edit as editing
-from notifications import services, testsend
+from notifications import services, testrequest
 from notifications.models import Event, Kind, Rule
 
 MAX_FIELD = 4096  # characters of any posted field read
@@ -160,7 +160,7 @@ def test(request: HttpRequest, pk: int) -> HttpResponse:
     if channel is None:
         raise Http404
     try:
-        testsend.start(request.user, channel, request)
+        testrequest.start(request.user, channel, request)
     except services.NotifyError as exc:
         messages.error(request, exc.message)
     else:
