@@ -35,6 +35,7 @@ from domains.services import default_domain
 from jobs import policy
 from jobs.control import submission
 from jobs.control import wizard as wz
+from jobs.control import wizard_roles
 from jobs.control.submission import check_document, clone_document
 from jobs.jobspec import rlinf
 from jobs.jobspec.checkpoints import config_checkpoint_dir
@@ -266,7 +267,7 @@ def _page_context(
         "preview": preview,
         "post_url": request.path,
         "lang": lang,
-        "more_roles": state.step == 2 and state.active_role < len(state.roles) - 1,
+        "more_roles": state.step == 2 and wizard_roles.next_role(state) is not None,
         "acknowledgeable": _acknowledgeable(state),
     }
 
@@ -443,6 +444,8 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
         _replicas_from_match(state, idx, inv)
     elif name == "prev":
         state.step = max(1, state.step - 1)
+    elif name == "next" and state.step == 2 and wizard_roles.next_role(state) is not None:
+        extra.update(_next_role(request, state, job))
     elif name in {"next", "goto", "submit"}:
         target = 4 if name == "submit" else (state.step + 1 if name == "next" else _int(args[0] if args else "", 1))
         target = min(max(target, 1), 4)
@@ -476,6 +479,20 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
         if name == "submit":
             return _submit(request, state, document, mode, job, extra)
     return extra
+
+
+def _next_role(request, state: wz.WizardState, job) -> dict[str, Any]:
+    """Step 2's "Next Role": the problems of step 1 or of the open role keep the user there (``{errors,
+    warnings}``); else the next role's tab opens (``jobs.control.wizard_roles.next_role``) and ``{}`` is returned."""
+    lang = language.lang()
+    _document, result = _validate(state, request.user, job)
+    rows = _problem_rows(result.errors, lang)
+    errors = [e for e in rows if e["step"] < 2 or (e["step"] == 2 and wz.task_index(e["path"]) == state.active_role)]
+    if errors:
+        state.step = min(e["step"] for e in errors)
+        return {"errors": errors, "warnings": _problem_rows(result.warnings, lang)}
+    state.active_role = wizard_roles.next_role(state)
+    return {}
 
 
 def _submit(request, state, document, mode, job, extra):
