@@ -37,7 +37,7 @@ from jobs.control import submission
 from jobs.control import wizard as wz
 from jobs.control import wizard_roles
 from jobs.control.submission import check_document, clone_document
-from jobs.jobspec import rlinf
+from jobs.jobspec import rlinf, text_size
 from jobs.jobspec.checkpoints import config_checkpoint_dir
 from jobs.jobspec.document import parse_text, pod_spec, render_yaml
 from jobs.models import Job
@@ -639,7 +639,12 @@ def yaml_job(request: HttpRequest) -> HttpResponse:
     ctx: dict[str, Any] = {"text": "", "errors": [], "warnings": [], "valid": None}
     if request.method == "POST":
         upload = request.FILES.get("file")
-        text = upload.read().decode("utf-8", "replace") if upload else request.POST.get("text", "")
+        text, too_large = text_size.read_upload(upload) if upload else (request.POST.get("text", ""), None)
+        if too_large is None and text_size.over_limit(len(text.encode("utf-8"))):
+            too_large = text_size.too_large()
+        if too_large is not None:  # refused before parsing, and not echoed back into the page
+            ctx["errors"] = _problem_rows([too_large], lang)
+            return render(request, "jobs/wizard_yaml.html", ctx, status=400)
         ctx["text"] = text
         action = request.POST.get("action", "validate")
         document, problems = parse_text(text, "application/yaml")

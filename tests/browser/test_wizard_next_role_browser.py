@@ -22,7 +22,8 @@ def fill_role(page: Page, i: int) -> None:
         page.select_option(f"[data-testid=cluster-{i}]", "local")
         page.wait_for_load_state("networkidle")
     page.fill(f"[data-testid=selector-{i}]", SELECTORS[i])
-    page.fill(f"[data-testid=replicas-{i}]", "1")
+    if i:  # the Header's replicas are fixed at 1
+        page.fill(f"[data-testid=replicas-{i}]", "1")
     page.fill(f"[data-testid=image-{i}]", IMAGE)
     if i == 2:
         page.click("[data-testid=add-dev-2]")
