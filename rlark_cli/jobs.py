@@ -13,7 +13,6 @@ import yaml
 
 from rlark_cli.client import Client, CLIError, emit, fail, print_table, problems_text
 
-
 MAX_DOCUMENT_BYTES = 1 << 20  # the console's limit of a Job document or an RLinf config (1 MiB)
 
 

@@ -24,11 +24,11 @@ from clusters.runtime.base import RuntimeFailure
 from jobs import policy
 from jobs.api.parsers import RAW_PARSERS, RawBody
 from jobs.control import controller, safety, submission
+from jobs.jobspec import text_size
 from jobs.jobspec.document import normalize, parse_text, render_yaml
 from jobs.jobspec.layout import task_layout
 from jobs.jobspec.messages import Problem
 from jobs.jobspec.rlinf import plan as rlinf_plan
-from jobs.jobspec import text_size
 from jobs.models import Job
 from jobs.observe.headline import worker_phase, worker_phase_label
 from jobs.observe.progress import progress_of

@@ -33,9 +33,8 @@ from clusters.selectors import SelectorError, matches, parse_selector
 from domains.models import Domain
 from domains.services import default_domain
 from jobs import policy
-from jobs.control import submission
+from jobs.control import submission, wizard_roles
 from jobs.control import wizard as wz
-from jobs.control import wizard_roles
 from jobs.control.submission import check_document, clone_document
 from jobs.jobspec import rlinf, text_size
 from jobs.jobspec.checkpoints import config_checkpoint_dir
