@@ -21,7 +21,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.urls import path
+from django.urls import path, reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
@@ -33,7 +33,7 @@ from clusters.selectors import SelectorError, matches, parse_selector
 from domains.models import Domain
 from domains.services import default_domain
 from jobs import policy
-from jobs.control import submission, wizard_roles
+from jobs.control import submission, wizard_placement, wizard_roles
 from jobs.control import wizard as wz
 from jobs.control.submission import check_document, clone_document
 from jobs.jobspec import rlinf, text_size
@@ -202,6 +202,7 @@ def _page_context(
     ssh_keys = _ssh_keys(request.user, job.owner if job is not None else None)
     roles = []
     for i, role in enumerate(state.roles):
+        match = inv.match(role.selector)
         roles.append(
             {
                 "i": i,
@@ -210,7 +211,8 @@ def _page_context(
                 "kind": role.effective_kind,
                 "template_name": role.template_name,
                 "chips": inv.label_chips(role.cluster),
-                "match": inv.match(role.selector),
+                "match": match,
+                "placement": _placement(state, i, match),
                 "device_keys": inv.device_keys(role.cluster),
                 "storage_classes": _storage_classes(role.cluster) if role.cluster else [],
                 "errors": [e for e in (errors or []) if wz.task_index(e["path"]) == i],
@@ -267,8 +269,23 @@ def _page_context(
         "post_url": request.path,
         "lang": lang,
         "more_roles": state.step == 2 and wizard_roles.next_role(state) is not None,
+        "landing": wizard_placement.landing(roles) if state.step == 4 else [],
+        "nodes_admin_url": reverse("admin:clusters_node_changelist") if request.user.is_staff else "",
         "acknowledgeable": _acknowledgeable(state),
     }
+
+
+def _placement(state: wz.WizardState, i: int, match: dict[str, Any]) -> wizard_placement.PlacementHint | None:
+    """How role ``i`` gets exactly its Workers' nodes (``jobs.control.wizard_placement.hint``), or None."""
+    role = state.roles[i]
+    try:
+        selector = parse_selector(role.selector)
+    except SelectorError:
+        return None
+    head = i == state.header_index
+    return wizard_placement.hint(
+        job=state.name, role=role.name, head=head, replicas=role.replicas, selector=selector, match=match
+    )
 
 
 def _acknowledgeable(state: wz.WizardState) -> list[dict[str, Any]]:
