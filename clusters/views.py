@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from clusters.models import Cluster, Node
 from clusters.runtime.base import RuntimeFailure
 from clusters.runtime.local import tenancy
-from clusters.selectors import SelectorError
+from clusters.selectors import SelectorError, parse_selector
 from clusters.services.nodes import cluster_summary, filter_nodes, match_nodes, node_summary
 from clusters.services.registration import set_cordon
 from clusters.system_nodes import show_system_nodes
@@ -79,7 +79,12 @@ def _match_context(selector: str) -> dict:
         result = match_nodes(selector)
     except SelectorError as exc:
         return {"error": str(exc)}
-    return {"result": result.as_dict(with_nodes=False), "names": [f"{n.cluster.name}/{n.name}" for n in result.nodes]}
+    return {
+        "result": result.as_dict(with_nodes=False),
+        "names": [f"{n.cluster.name}/{n.name}" for n in result.nodes],
+        # browsing may use "any of"; a job may not (jobs.jobspec.validator: node_selector_multivalue)
+        "multivalue": any("," in value for value in parse_selector(selector).values()),
+    }
 
 
 @login_required

@@ -13,12 +13,28 @@ import yaml
 
 from rlark_cli.client import Client, CLIError, emit, fail, print_table, problems_text
 
+MAX_DOCUMENT_BYTES = 1 << 20  # the console's limit of a Job document or an RLinf config (1 MiB)
+
 
 def read_file(name: str) -> str:
-    if name == "-":
-        return sys.stdin.read()
+    """The text of a job file or an RLinf config (``-``: standard input).
+
+    Its size is checked before it is read whole or parsed: a file over ``MAX_DOCUMENT_BYTES`` is refused at once
+    (CLIError "... is larger than 1 MiB"), as the console would refuse it, instead of spending seconds parsing it.
+    Raises CLIError when the file cannot be read or is not UTF-8."""
     try:
-        return Path(name).read_text(encoding="utf-8")
+        if name == "-":
+            stream = getattr(sys.stdin, "buffer", None)  # a text-only stdin (a test's StringIO) has no buffer
+            data = stream.read(MAX_DOCUMENT_BYTES + 1) if stream else sys.stdin.read(MAX_DOCUMENT_BYTES + 1).encode()
+        else:
+            path = Path(name)
+            if path.stat().st_size > MAX_DOCUMENT_BYTES:
+                raise CLIError(f"{name} is larger than 1 MiB: the console refuses a job document over 1 MiB")
+            with path.open("rb") as f:
+                data = f.read(MAX_DOCUMENT_BYTES + 1)
+        if len(data) > MAX_DOCUMENT_BYTES:
+            raise CLIError(f"{name} is larger than 1 MiB: the console refuses a job document over 1 MiB")
+        return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CLIError(f"cannot read {name}: {exc}")
 

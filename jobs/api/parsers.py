@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
+from jobs.jobspec.document import MAX_TEXT
 from rlark_console.jsonbody import read_bounded
 
 
@@ -15,6 +16,7 @@ from rlark_console.jsonbody import read_bounded
 class RawBody:
     text: str
     content_type: str
+    oversized: bool = False  # a YAML/text body over MAX_TEXT bytes: refused before anything parses it
 
     @property
     def is_json(self) -> bool:
@@ -22,21 +24,32 @@ class RawBody:
 
 
 class _RawParser(BaseParser):
+    document_only = True  # the body is one Job document: at most MAX_TEXT bytes (JSON may wrap an RLinf config too)
+
     def parse(self, stream, media_type=None, parser_context=None):  # noqa: D102
-        data = read_bounded(stream)
+        content_type = (media_type or self.media_type).split(";")[0].strip().lower()
+        if self.document_only:
+            head = stream.read(MAX_TEXT + 1) if stream is not None else b""
+            if len(head) > MAX_TEXT:
+                return RawBody("", content_type, oversized=True)
+            data = head
+        else:
+            data = read_bounded(stream)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise ParseError("The body must be UTF-8 text.")
-        return RawBody(text, (media_type or self.media_type).split(";")[0].strip().lower())
+        return RawBody(text, content_type)
 
 
 class RawJSONParser(_RawParser):
     media_type = "application/json"
+    document_only = False
 
 
 class RawMergePatchParser(_RawParser):
     media_type = "application/merge-patch+json"
+    document_only = False
 
 
 class RawYAMLParser(_RawParser):

@@ -24,6 +24,7 @@ from clusters.runtime.base import RuntimeFailure
 from jobs import policy
 from jobs.api.parsers import RAW_PARSERS, RawBody
 from jobs.control import controller, safety, submission
+from jobs.jobspec import text_size
 from jobs.jobspec.document import normalize, parse_text, render_yaml
 from jobs.jobspec.layout import task_layout
 from jobs.jobspec.messages import Problem
@@ -188,6 +189,8 @@ def read_body(request) -> tuple[Any, str | None, str]:
     """-> (document dict or text, content type for text, attached RLinf config text)."""
     data = request.data
     if isinstance(data, RawBody):
+        if data.oversized:
+            raise BodyError(text_size.too_large())
         if not data.is_json:
             return data.text, "application/yaml", ""
         try:
@@ -207,7 +210,9 @@ def read_body(request) -> tuple[Any, str | None, str]:
         return obj, None, ""
     upload = request.FILES.get("file") if hasattr(request, "FILES") else None
     if upload is not None:
-        text = upload.read().decode("utf-8", "replace")
+        text, too_large = text_size.read_upload(upload)
+        if too_large is not None:
+            raise BodyError(too_large)
         config_file = request.FILES.get("rlinf_config")
         config = config_file.read().decode("utf-8", "replace") if config_file else str(data.get("rlinf_config", ""))
         return text, None, config

@@ -58,6 +58,13 @@ MESSAGES: dict[str, str] = {
     "tensorboard_not_on_header": gettext_noop(
         "The TensorBoard directory only takes effect on the header role; it is ignored on {role}."
     ),
+    "unknown_key": gettext_noop(
+        "Unknown key `{key}` in {where}: did you mean `{suggestion}`? "
+        "The console does not read it, so it has no effect."
+    ),
+    "unknown_key_no_match": gettext_noop(
+        "Unknown key `{key}` in {where}: the console does not read it, so it has no effect."
+    ),
     "cluster_missing": gettext_noop("Select a cluster for {role}."),
     "cluster_unknown": gettext_noop("The cluster {cluster} chosen for {role} does not exist."),
     "cluster_offline": gettext_noop("The cluster {cluster} chosen for {role} is currently {status}."),

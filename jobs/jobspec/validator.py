@@ -20,7 +20,7 @@ from clusters import host_paths
 from clusters.quantity import format_number, parse_quantity
 from clusters.selectors import SelectorError, matcher, parse_selector
 from clusters.system_nodes import is_system_node
-from jobs.jobspec import checkpoints, robot, start_timeout, tracking
+from jobs.jobspec import checkpoints, robot, start_timeout, tracking, unknown_keys
 from jobs.jobspec.document import (
     API_VERSION,
     DISPLAY_NAME,
@@ -722,6 +722,7 @@ class _Validator:
             start_timeout.problems(spec)
             + checkpoints.problems(spec)
             + robot.problems(self.doc, self.inv.nodes, self.rlinf_config)
+            + unknown_keys.problems(self.doc)
         )
         domain = spec.get("domain")
         if domain not in (None, "") and str(domain) not in self.inv.domains:

@@ -21,7 +21,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.urls import path
+from django.urls import path, reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
@@ -33,10 +33,10 @@ from clusters.selectors import SelectorError, matches, parse_selector
 from domains.models import Domain
 from domains.services import default_domain
 from jobs import policy
-from jobs.control import submission
+from jobs.control import submission, wizard_placement, wizard_roles
 from jobs.control import wizard as wz
 from jobs.control.submission import check_document, clone_document
-from jobs.jobspec import rlinf
+from jobs.jobspec import rlinf, text_size
 from jobs.jobspec.checkpoints import config_checkpoint_dir
 from jobs.jobspec.document import parse_text, pod_spec, render_yaml
 from jobs.models import Job
@@ -202,6 +202,7 @@ def _page_context(
     ssh_keys = _ssh_keys(request.user, job.owner if job is not None else None)
     roles = []
     for i, role in enumerate(state.roles):
+        match = inv.match(role.selector)
         roles.append(
             {
                 "i": i,
@@ -210,7 +211,8 @@ def _page_context(
                 "kind": role.effective_kind,
                 "template_name": role.template_name,
                 "chips": inv.label_chips(role.cluster),
-                "match": inv.match(role.selector),
+                "match": match,
+                "placement": _placement(state, i, match),
                 "device_keys": inv.device_keys(role.cluster),
                 "storage_classes": _storage_classes(role.cluster) if role.cluster else [],
                 "errors": [e for e in (errors or []) if wz.task_index(e["path"]) == i],
@@ -266,9 +268,24 @@ def _page_context(
         "preview": preview,
         "post_url": request.path,
         "lang": lang,
-        "more_roles": state.step == 2 and state.active_role < len(state.roles) - 1,
+        "more_roles": state.step == 2 and wizard_roles.next_role(state) is not None,
+        "landing": wizard_placement.landing(roles) if state.step == 4 else [],
+        "nodes_admin_url": reverse("admin:clusters_node_changelist") if request.user.is_staff else "",
         "acknowledgeable": _acknowledgeable(state),
     }
+
+
+def _placement(state: wz.WizardState, i: int, match: dict[str, Any]) -> wizard_placement.PlacementHint | None:
+    """How role ``i`` gets exactly its Workers' nodes (``jobs.control.wizard_placement.hint``), or None."""
+    role = state.roles[i]
+    try:
+        selector = parse_selector(role.selector)
+    except SelectorError:
+        return None
+    head = i == state.header_index
+    return wizard_placement.hint(
+        job=state.name, role=role.name, head=head, replicas=role.replicas, selector=selector, match=match
+    )
 
 
 def _acknowledgeable(state: wz.WizardState) -> list[dict[str, Any]]:
@@ -443,6 +460,8 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
         _replicas_from_match(state, idx, inv)
     elif name == "prev":
         state.step = max(1, state.step - 1)
+    elif name == "next" and state.step == 2 and wizard_roles.next_role(state) is not None:
+        extra.update(_next_role(request, state, job))
     elif name in {"next", "goto", "submit"}:
         target = 4 if name == "submit" else (state.step + 1 if name == "next" else _int(args[0] if args else "", 1))
         target = min(max(target, 1), 4)
@@ -476,6 +495,20 @@ def _apply_action(request, state: wz.WizardState, action: str, mode: str, job, i
         if name == "submit":
             return _submit(request, state, document, mode, job, extra)
     return extra
+
+
+def _next_role(request, state: wz.WizardState, job) -> dict[str, Any]:
+    """Step 2's "Next Role": the problems of step 1 or of the open role keep the user there (``{errors,
+    warnings}``); else the next role's tab opens (``jobs.control.wizard_roles.next_role``) and ``{}`` is returned."""
+    lang = language.lang()
+    _document, result = _validate(state, request.user, job)
+    rows = _problem_rows(result.errors, lang)
+    errors = [e for e in rows if e["step"] < 2 or (e["step"] == 2 and wz.task_index(e["path"]) == state.active_role)]
+    if errors:
+        state.step = min(e["step"] for e in errors)
+        return {"errors": errors, "warnings": _problem_rows(result.warnings, lang)}
+    state.active_role = wizard_roles.next_role(state)
+    return {}
 
 
 def _submit(request, state, document, mode, job, extra):
@@ -622,7 +655,12 @@ def yaml_job(request: HttpRequest) -> HttpResponse:
     ctx: dict[str, Any] = {"text": "", "errors": [], "warnings": [], "valid": None}
     if request.method == "POST":
         upload = request.FILES.get("file")
-        text = upload.read().decode("utf-8", "replace") if upload else request.POST.get("text", "")
+        text, too_large = text_size.read_upload(upload) if upload else (request.POST.get("text", ""), None)
+        if too_large is None and text_size.over_limit(len(text.encode("utf-8"))):
+            too_large = text_size.too_large()
+        if too_large is not None:  # refused before parsing, and not echoed back into the page
+            ctx["errors"] = _problem_rows([too_large], lang)
+            return render(request, "jobs/wizard_yaml.html", ctx, status=400)
         ctx["text"] = text
         action = request.POST.get("action", "validate")
         document, problems = parse_text(text, "application/yaml")
