@@ -62,11 +62,14 @@ class Job(models.Model):
     )
     # Progress of the current run, written by the status sync from the Header's ``Global Step`` lines
     # (jobs.observe.progress): the last step, the total (from the line or runner.max_steps; null = unknown), the
-    # rate in steps per minute (null until two steps were seen) and when the step last changed.
+    # rate in steps per minute (null until two steps were seen), when the step last changed, and the step and
+    # time the next rate is measured from (a window shorter than progress.MIN_RATE_SECONDS keeps the base).
     progress_step = models.PositiveBigIntegerField(_("progress: step"), null=True, blank=True)
     progress_total = models.PositiveBigIntegerField(_("progress: total steps"), null=True, blank=True)
     progress_rate = models.FloatField(_("progress: steps per minute"), null=True, blank=True)
     progress_updated_at = models.DateTimeField(_("progress: step seen"), null=True, blank=True)
+    progress_base_step = models.PositiveBigIntegerField(_("progress: rate measured from step"), null=True, blank=True)
+    progress_base_at = models.DateTimeField(_("progress: rate measured from"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
     started_at = models.DateTimeField(_("started"), null=True, blank=True)
@@ -87,7 +90,14 @@ class Job(models.Model):
     def clear_progress(self) -> list[str]:
         """Forget the progress of the run that ended (a new attempt counts its steps anew): the ``progress_*``
         fields are set to None on this object; returns their names for ``save(update_fields=...)``."""
-        names = ["progress_step", "progress_total", "progress_rate", "progress_updated_at"]
+        names = [
+            "progress_step",
+            "progress_total",
+            "progress_rate",
+            "progress_updated_at",
+            "progress_base_step",
+            "progress_base_at",
+        ]
         for name in names:
             setattr(self, name, None)
         return names

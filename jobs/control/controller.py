@@ -274,7 +274,9 @@ def reconcile(job: Job) -> None:
         job.refresh_from_db()
         generation = job.generation
         errors = _reconcile_locked(job)
-        if not errors:
+        if errors:
+            logger.warning("reconcile of job %s left errors: %s", job.name, "; ".join(errors)[:2000])
+        else:
             Job.objects.filter(pk=job.pk, observed_generation__lt=generation).update(observed_generation=generation)
             job.observed_generation = max(job.observed_generation, generation)
 

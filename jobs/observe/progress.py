@@ -39,6 +39,7 @@ MAX_STEP = 10**12  # a bigger number in a log line is not a step count
 MAX_LINE = 1000  # characters of the last progress line looked at
 MAX_TRIES = 64  # "Global Step" mentions without a number looked past, from the end, before giving up
 SMOOTHING = 0.5  # weight of the newest measured rate against the stored one
+MIN_RATE_SECONDS = 5.0  # a rate is measured over at least this window: two syncs close together give none
 _NUM = r"(\d{1,13})"
 TQDM = re.compile(r"Global Step:?\s*\d{1,3}%\|[^|\n]{0,200}\|\s*" + _NUM + r"\s*/\s*" + _NUM)
 SLASH = re.compile(r"Global Step:?\s*" + _NUM + r"\s*/\s*" + _NUM)
@@ -134,7 +135,9 @@ def job_fields(
     signals just read; ``rows``: Task id -> Pod name -> Pod row (given: a job whose logs never showed a
     ``Global Step`` line takes its step from its TensorBoard scalars, ``jobs.observe.progress_tensorboard``).
     A lower step than the stored one is a new run: its rate starts over. The rate, in steps per
-    minute, is the step's advance over the minutes since the step last changed, averaged with the stored one."""
+    minute, is the step's advance since the stored base (``progress_base_step`` at ``progress_base_at``) over the
+    minutes between, averaged with the stored one; a window under :data:`MIN_RATE_SECONDS` (two syncs that
+    overlapped, or a burst of log lines read twice in a row) moves the step but keeps the base and the rate."""
     seen = _seen_step(tasks, pods_by_task, signals)
     if seen is None and rows is not None and not progress_tensorboard.logged_step(tasks, rows, signals):
         seen = progress_tensorboard.seen_step(job, tasks, rows)
@@ -148,12 +151,17 @@ def job_fields(
     fields: dict[str, Any] = {"progress_step": step, "progress_total": total}
     if old == step:
         return fields
-    rate = None
-    since = job.progress_updated_at
-    if old is not None and step > old and since is not None and now > since:
-        measured = (step - old) / ((now - since).total_seconds() / 60)
+    fields["progress_updated_at"] = now
+    base_step = job.progress_base_step if job.progress_base_step is not None else old
+    base_at = job.progress_base_at or job.progress_updated_at
+    if old is None or base_step is None or base_at is None or step < old:  # a first step, or a new run
+        fields.update(progress_rate=None, progress_base_step=step, progress_base_at=now)
+        return fields
+    seconds = (now - base_at).total_seconds()
+    if seconds >= MIN_RATE_SECONDS and step > base_step:
+        measured = (step - base_step) / (seconds / 60)
         rate = measured if job.progress_rate is None else SMOOTHING * measured + (1 - SMOOTHING) * job.progress_rate
-    fields.update(progress_rate=rate, progress_updated_at=now)
+        fields.update(progress_rate=rate, progress_base_step=step, progress_base_at=now)
     return fields
 
 

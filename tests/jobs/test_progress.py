@@ -125,7 +125,8 @@ def test_eta_only_while_running_with_a_total_and_a_rate():
 
 def _age_progress(job: Job, minutes: float) -> None:
     """As if the stored step had been seen ``minutes`` ago (the sync measures the rate between two steps)."""
-    Job.objects.filter(pk=job.pk).update(progress_updated_at=timezone.now() - timedelta(minutes=minutes))
+    then = timezone.now() - timedelta(minutes=minutes)
+    Job.objects.filter(pk=job.pk).update(progress_updated_at=then, progress_base_at=then)
 
 
 @pytest.mark.django_db
@@ -176,6 +177,24 @@ def test_without_any_total_the_list_shows_the_step_and_its_rate(runtimes, alice,
     client.force_login(alice)
     page = client.get("/jobs/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert "step 16 · 3.0 steps/min" in page and "left" not in page
+
+
+@pytest.mark.django_db
+def test_two_syncs_close_together_move_the_step_but_never_give_a_burst_rate(runtimes, alice):  # noqa: F811
+    fake = runtimes["alpha"]
+    job = run_ready(fake, submit(alice))
+    fake.log("demo-header-0", "Global Step: 10/100")
+    _age_progress(_resync(job), 2)
+    fake.log("demo-header-0", "Global Step: 20/100")
+    job = _resync(job)
+    assert job.progress_rate == pytest.approx(5.0, rel=0.01)  # 10 steps in 2 minutes
+    fake.log("demo-header-0", "Global Step: 21/100")  # read again at once: a window of milliseconds
+    job = _resync(job)
+    assert (job.progress_step, job.progress_rate) == (21, pytest.approx(5.0, rel=0.01))
+    Job.objects.filter(pk=job.pk).update(progress_base_at=timezone.now() - timedelta(minutes=1))
+    fake.log("demo-header-0", "Global Step: 30/100")
+    job = _resync(job)  # measured from step 20 a minute ago: 10 a minute, averaged with 5
+    assert job.progress_rate == pytest.approx(7.5, rel=0.01)
 
 
 @pytest.mark.django_db

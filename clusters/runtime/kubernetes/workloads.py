@@ -7,9 +7,12 @@ already gone is not an error.
 
 from __future__ import annotations
 
+import json
 import logging
+from typing import Any
 
 from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
 
 from clusters import tracking_secret
 from clusters.host_paths import HostPathRefused, check_cluster_host_paths
@@ -22,33 +25,52 @@ FIELD_MANAGER = "rlark-console"
 APPLY = "application/apply-patch+yaml"
 
 
+# Where server-side apply writes each kind this runtime writes (``{namespace}``, ``{name}``: the object's).
+APPLY_PATHS = {
+    "StatefulSet": "/apis/apps/v1/namespaces/{namespace}/statefulsets/{name}",
+    "Service": "/api/v1/namespaces/{namespace}/services/{name}",
+    "ConfigMap": "/api/v1/namespaces/{namespace}/configmaps/{name}",
+    "Secret": "/api/v1/namespaces/{namespace}/secrets/{name}",
+    "PersistentVolumeClaim": "/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}",
+}
+
+
 def apply(kube: KubeApi, obj: dict, field_manager: str = FIELD_MANAGER) -> None:
     """Server-side apply of ``obj`` (StatefulSet, Service, ConfigMap, Secret or PersistentVolumeClaim; in its own
-    namespace, else the cluster's). Raises RuntimeFailure(``invalid``) for another kind."""
+    namespace, else the cluster's). Raises RuntimeFailure(``invalid``) for another kind, RuntimeFailure for what
+    the API server refuses (``clusters.runtime.kubernetes.client.translate``).
+
+    The body is sent as UTF-8 JSON (JSON is YAML) by :func:`_send_apply`: the client's own ``json.dumps`` escapes a
+    character outside the BMP (an emoji in a run script) as a surrogate pair, which the API server's YAML decoder
+    refuses ("found invalid Unicode character escape code")."""
     kind = obj.get("kind")
+    path = APPLY_PATHS.get(str(kind))
+    if path is None:
+        raise RuntimeFailure(f"unsupported object kind {kind!r}", reason="invalid")
     name = obj["metadata"]["name"]
     ns = obj["metadata"].get("namespace") or kube.namespace
-    fn = {
-        "StatefulSet": kube.apps.patch_namespaced_stateful_set,
-        "Service": kube.core.patch_namespaced_service,
-        "ConfigMap": kube.core.patch_namespaced_config_map,
-        "Secret": kube.core.patch_namespaced_secret,
-        "PersistentVolumeClaim": kube.core.patch_namespaced_persistent_volume_claim,
-    }.get(kind)
-    if fn is None:
-        raise RuntimeFailure(f"unsupported object kind {kind!r}", reason="invalid")
-    resp = kube.call(
-        fn,
-        name,
-        ns,
-        obj,
-        field_manager=field_manager,
-        force=True,
-        _content_type=APPLY,
-        _preload_content=False,
-        what=f"{kind} {name}",
+    body = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    kube.call(_send_apply, kube.api, path, name, ns, body, field_manager, what=f"{kind} {name}")
+
+
+def _send_apply(
+    api: k8s.ApiClient, path: str, name: str, ns: str, body: bytes, field_manager: str, _request_timeout: Any
+) -> None:
+    """One ``PATCH`` (apply-patch+yaml, ``force``) of ``body`` at ``path``; the response is read whole (its
+    connection goes back to the pool). Raises ApiException for a status of 300 or more."""
+    method, url, headers, body, _post = api.param_serialize(
+        method="PATCH",
+        resource_path=path,
+        path_params={"namespace": ns, "name": name},
+        query_params=[("fieldManager", field_manager), ("force", "true")],
+        header_params={"Content-Type": APPLY, "Accept": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
     )
-    finish(resp)
+    resp = api.call_api(method, url, header_params=headers, body=body, _request_timeout=_request_timeout)
+    resp.read()
+    if resp.status >= 300:
+        raise ApiException(http_resp=resp)
 
 
 def apply_secret_data(kube: KubeApi, namespace: str, name: str, data: dict[str, str], field_manager: str) -> None:
