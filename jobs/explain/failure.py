@@ -148,8 +148,9 @@ def _failed_log(job, pod: str, restarting: bool = False) -> tuple[str, str]:
     """``(text, source)`` of the container run that failed: the first of the current log, the previous one, then
     their archived copies, that shows an exit or an error. The kubelet may restart the container (and the
     runtime may be stopping the Pod) between the sync that saw the exit and this read, so the synced restart
-    count is not asked; when every read is empty and the container is ``restarting`` (it restarted before), the live
-    logs are read once more after :data:`RETRY_SECONDS`.
+    count is not asked; when no read shows the failure, the live logs are read once more after
+    :data:`RETRY_SECONDS` (a container just replaced may have only its first lines, and its previous one may not
+    be listed yet; ``restarting``: it restarted before, so even an empty read is worth a second look).
     Nothing shows one: the current log (the previous one when the current is empty)."""
     current = _read(job, pod, previous=False)
     previous = (lambda: _read(job, pod, previous=True), "previous")
@@ -160,7 +161,7 @@ def _failed_log(job, pod: str, restarting: bool = False) -> tuple[str, str]:
         (lambda: _archived(job, pod, previous=True), "previous"),
     )
     found, fallback = _first_showing(reads, (current, "current"))
-    if found is None and not fallback[0] and restarting:
+    if found is None and (restarting or current):  # a live container: its log may still be coming
         time.sleep(RETRY_SECONDS)  # a container the kubelet is just replacing may have no log yet
         found, fallback = _first_showing(((lambda: _read(job, pod, previous=False), "current"), previous), fallback)
     return found or fallback

@@ -74,7 +74,7 @@ def test_real_failures_are_named_and_missing_ray_nodes_are_listed(real_nodes, re
     assert failure(api, "kprep", "zh-hans")["lastStageLabel"] == "角色准备脚本"
     noray = failure(api, "knoray")
     noray_line = (noray["firstError"] or {}).get("line", "")
-    assert noray["exitCode"] == 1 and noray_line.startswith("Error: Ray CLI is not found."), noray
+    assert noray["exitCode"] == 1 and noray_line.startswith("Error: Ray CLI is not found."), repr(noray)
 
     def two_of_three(job):
         c = get_condition(job.conditions, "RayNodesJoined")
