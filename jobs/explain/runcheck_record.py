@@ -18,7 +18,6 @@ from jobs.observe import log_scans, run_links
 from jobs.observe.checkpoints import job_checkpoints
 from jobs.observe.resolved_config import resolved_config
 
-
 # The seed 02 template ("运行检查记录模板") as English msgids; the jobs catalog holds the template's own Chinese,
 # colons included, so the zh record is the template as is and the en record is English throughout.
 TITLE = gettext_noop("Job run check record")

@@ -64,7 +64,9 @@ def test_ssh_command_is_whole_and_copy_looks_enabled(
             assert cell["inside"], cell  # the whole command lies inside its cell and the visible table
             assert cell["buttonVisible"], cell
             assert not cell["disabled"] and cell["opacity"] == 1 and cell["cursor"] == "pointer", cell
-            assert _luminance(cell["color"]) < 0.6, cell  # a dark, readable colour, not the light grey of a disabled one
+            assert _luminance(cell["color"]) < 0.6, (
+                cell
+            )  # a dark, readable colour, not the light grey of a disabled one
         page.screenshot(path=str(screenshot_dir() / f"workers-ssh-{lang}-{width}.png"), full_page=True)
     finally:
         ctx.close()

@@ -34,9 +34,7 @@ def test_lines_carry_the_time_they_were_written(sup):
     rt.apply_task(manifest("stamps", "header", head=True, command=["bash", "-c", script]))
     try:
         started = time.time()
-        wait_for(
-            lambda: b"second" in b"".join(rt.stream_log("rlark-system", "stamps-header-0")), 30, what="two lines"
-        )
+        wait_for(lambda: b"second" in b"".join(rt.stream_log("rlark-system", "stamps-header-0")), 30, what="two lines")
         time.sleep(1.0)  # a few supervisor ticks after the second line
         data = _stamped(rt, "stamps-header-0")
         lines = data.splitlines()
@@ -63,7 +61,5 @@ def test_index_rules(tmp_path):
     log_times.append(tmp_path / "main.times", 5, 200.0)
     log_times.append(tmp_path / "main.times", 7, 150.0)  # a late reader's note: earlier time, larger offset
     data = b"".join(log_times.stamped_chunks(log, 3, previous=False))
-    assert data == (
-        log_times.rfc3339(100.0) + b" a\n" + log_times.rfc3339(150.0) + b" bb\ncc"
-    )
+    assert data == (log_times.rfc3339(100.0) + b" a\n" + log_times.rfc3339(150.0) + b" bb\ncc")
     assert log_times.read_index(tmp_path / "missing") == ([], [])

@@ -266,9 +266,7 @@ class LocalRuntime(Runtime):
                 data = _tail(f, max(int(tail_lines), 0))
         return data.decode("utf-8", "replace")
 
-    def stream_log(
-        self, namespace: str, pod: str, previous: bool = False, timestamps: bool = False
-    ) -> Iterator[bytes]:
+    def stream_log(self, namespace: str, pod: str, previous: bool = False, timestamps: bool = False) -> Iterator[bytes]:
         """The Worker's log in chunks; ``timestamps``: every line prefixed with the RFC 3339 time it was written
         and a space, as the kubelet does (``log_times``). Raises PodNotFound for an unknown Pod."""
         path = self._log_path(pod, previous)

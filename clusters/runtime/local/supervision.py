@@ -43,9 +43,9 @@ from typing import Any
 
 import rlark_config
 from clusters.runtime.local import (
-    log_times,
     domain_members,
     launcher,
+    log_times,
     pod_records,
     processes,
     ray_auth,
