@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 from clusters.runtime.base import RuntimeFailure
 from jobs import policy
 from jobs.api.parsers import RAW_PARSERS, RawBody
-from jobs.control import controller, safety, submission
+from jobs.control import controller, lifecycle, safety, submission
 from jobs.jobspec import text_size
 from jobs.jobspec.document import normalize, parse_text, render_yaml
 from jobs.jobspec.layout import task_layout
@@ -388,14 +388,18 @@ class JobDetailView(APIView):
 
 class JobActionView(APIView):
     """``POST /api/v1/jobs/{name}/stop|start|restart/`` -> 200 job detail; 409 ``{code: safety_approval_missing |
-    safety_approval_stale, detail}`` when a robot job without a current safety approval would start (Stop is never
-    refused)."""
+    safety_approval_stale, detail}`` when a robot job without a current safety approval would start; 409 ``{code:
+    job_finished, detail}`` for Start or Stop of a finished (Succeeded/Failed) job (``jobs.control.lifecycle``;
+    Restart begins a new run)."""
 
     action = ""
 
     @extend_schema(request=None, responses={200: JobDetailSerializer, 404: NOT_FOUND})
     def post(self, request, name: str):
         job = policy.get_job_for(request.user, name)
+        reason = lifecycle.refusal(job, self.action)
+        if reason:
+            return Response({"code": "job_finished", "detail": _(reason)}, status=status.HTTP_409_CONFLICT)
         try:
             job = _controller_call(getattr(controller, self.action), job, request)
         except safety.SafetyGateClosed as exc:  # a robot job without a current safety approval: nothing changed

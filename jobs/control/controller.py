@@ -43,6 +43,7 @@ from clusters.runtime import registry
 from clusters.runtime.base import Runtime, RuntimeFailure, TaskManifest
 from domains.services import release_job
 from jobs.control import log_archive, safety, tracking
+from jobs.control.lifecycle import TERMINAL
 from jobs.jobspec.checkpoints import header_template
 from jobs.jobspec.conditions import set_condition
 from jobs.jobspec.layout import task_layout
@@ -53,7 +54,6 @@ from storage.models import StorageClass
 
 logger = logging.getLogger(__name__)
 
-TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
 MAX_RUNS = 50  # earlier runs kept in Job.runs
 MAX_RUN_SCRIPT_BYTES = MAX_VALUE_BYTES  # a resume's edited run script fits in one environment string
 

@@ -4,9 +4,8 @@ cluster is single-user is ``clusters.runtime.local.tenancy``)."""
 from __future__ import annotations
 
 from clusters.runtime.local import tenancy
-from jobs.models import Phase, Task
-
-FINISHED_PHASES = (Phase.SUCCEEDED, Phase.FAILED)
+from jobs.control.lifecycle import TERMINAL as FINISHED_PHASES
+from jobs.models import Task
 
 
 def occupants(cluster: str, user, *, exclude_job=None) -> list[str]:

@@ -18,6 +18,29 @@ from jobs.observe import log_scans, run_links
 from jobs.observe.checkpoints import job_checkpoints
 from jobs.observe.resolved_config import resolved_config
 
+# The seed 02 template ("运行检查记录模板") as English msgids; the jobs catalog holds the template's own Chinese,
+# colons included, so the zh record is the template as is and the en record is English throughout.
+TITLE = gettext_noop("Job run check record")
+FIELDS = [
+    gettext_noop("Run ID: "),
+    gettext_noop("Code version, image address and version; actual digest (if recorded): "),
+    gettext_noop("Hydra config and command source: "),
+    gettext_noop("RLinf `cluster.num_nodes` and execution mode: "),
+    gettext_noop("Target cluster, nodes and resources: "),
+    gettext_noop("Job name: "),
+    gettext_noop("Submitted YAML record: "),
+    gettext_noop("Recorder: "),
+]
+HEADER = [
+    gettext_noop("Check"),
+    gettext_noop("Result (Met / Not met / To confirm)"),
+    gettext_noop("Checked at"),
+    gettext_noop("Record location"),
+    gettext_noop("Notes/contact"),
+]
+RUN_ID = gettext_noop("{run} ({time})")
+SEMICOLON = gettext_noop("; ")
+
 
 def _cell(text: str) -> str:
     """``text`` as one Markdown table cell: backslashes and pipes escaped, newlines joined, stripped."""
@@ -63,7 +86,9 @@ def tracking_note(job, lang: str) -> str:
 
 
 def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = "zh-hans") -> str:
-    """The run record in the exact template of seed 02 (``# 任务运行检查记录``, eight fields, the six-row table).
+    """The run record in the template of seed 02 (``# 任务运行检查记录``, eight fields, the six-row table) in
+    ``lang``: in ``zh-hans`` the template as is, in ``en`` everything in English (title, labels, header, check
+    names, results and notes).
 
     Values come from the stored Job (images, digests when the reference has one, the RLinf config hash, clusters,
     nodes, GPU per Worker) and the check results; row 5's note ends with the latest complete checkpoint
@@ -107,29 +132,28 @@ def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = 
         gpus.append(f"{t.get('name')}: {res}")
     target = "; ".join(f"{c} ({', '.join(sorted(n)) or '-'})" for c, n in clusters.items()) or "-"
     location = f"RLark Console /jobs/{job.name}/run-check/"
-    lines = [
-        "# 任务运行检查记录",
-        "",
-        f"- 运行 ID：{job.name}#{job.attempt}（{time_label(job.started_at)}）",
-        f"- 代码版本、镜像地址和版本；实际 digest（如已记录）：{'; '.join(images) or '-'}",
-        f"- Hydra 配置和命令来源：{config}",
-        f"- RLinf `cluster.num_nodes` 和执行模式：{num_nodes if num_nodes is not None else '-'}；{mode}",
-        f"- 目标集群、节点和资源信息：{target}；{'; '.join(gpus) or '-'}",
-        f"- Job 名称：{job.name}",
-        f"- 提交 YAML 记录：RLark Console /jobs/{job.name}/ (YAML sha256 {yaml_sha})",
-        f"- 记录人：{recorder}",
-        "",
-        "| 检查项 | 结果（符合预期 / 未符合 / 待确认） | 检查时间 | 记录位置 | 备注/联系人 |",
-        "| --- | --- | --- | --- | --- |",
+    run = tr(lang, RUN_ID, run=f"{job.name}#{job.attempt}", time=time_label(job.started_at))
+    values = [
+        run,
+        "; ".join(images) or "-",
+        config,
+        f"{num_nodes if num_nodes is not None else '-'}{tr(lang, SEMICOLON)}{mode}",
+        f"{target}{tr(lang, SEMICOLON)}{'; '.join(gpus) or '-'}",
+        job.name,
+        f"RLark Console /jobs/{job.name}/ (YAML sha256 {yaml_sha})",
+        recorder,
     ]
+    lines = [f"# {tr(lang, TITLE)}", ""]
+    lines += [f"- {tr(lang, label)}{value}" for label, value in zip(FIELDS, values, strict=True)]
+    lines += ["", "| " + " | ".join(tr(lang, h) for h in HEADER) + " |", "| --- | --- | --- | --- | --- |"]
     by_number = {r.number: r for r in results}
     safety_note, safety_lines = safety_record(job, lang)  # a robot job's approval and stop plan (seed 03)
     for number in range(1, 7):
-        title = f"{number}. {check_title(number, 'zh-hans')}"
+        title = f"{number}. {check_title(number, lang)}"
         result = by_number.get(number)
         if result is None:
             checked = results[0].checked_at if results else None
-            status = status_label(TO_CONFIRM, "zh-hans")
+            status = status_label(TO_CONFIRM, lang)
             note = tr(
                 lang,
                 gettext_noop(
@@ -139,7 +163,7 @@ def markdown_record(job, results: list[CheckResult], recorder: str, lang: str = 
             )
         else:
             checked = result.checked_at
-            status = status_label(result.status, "zh-hans")
+            status = status_label(result.status, lang)
             note = " ".join(result.evidence[:4])
             if number == 4:
                 note = " ".join(p for p in (note, config_note(job, lang)) if p)

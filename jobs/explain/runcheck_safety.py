@@ -36,12 +36,14 @@ def safety_record(job, lang: str) -> tuple[str, list[str]]:
             state=tr(lang, state),
             plan=a.stop_plan,
         )
+    colon = tr(lang, gettext_noop(": "))  # "：" in the Chinese record, as the seed 02 template writes it
     lines = ["", f"## {tr(lang, gettext_noop('Real-robot safety approval'))}", ""]
-    lines.append(f"- {tr(lang, gettext_noop('Why it is a robot job'))}：{_cell(reasons_text(g.reasons)) or '-'}")
+    lines.append(f"- {tr(lang, gettext_noop('Why it is a robot job'))}{colon}{_cell(reasons_text(g.reasons)) or '-'}")
     if a is not None:
-        lines.append(f"- {tr(lang, gettext_noop('Approver'))}：{a.approver_name}（{time_label(a.approved_at)}）")
+        who = tr(lang, gettext_noop("{who} ({time})"), who=a.approver_name, time=time_label(a.approved_at))
+        lines.append(f"- {tr(lang, gettext_noop('Approver'))}{colon}{who}")
         for key in a.items:
             if key in ITEMS:
                 lines.append(f"- [x] {tr(lang, ITEMS[key])}")
-        lines.append(f"- {tr(lang, gettext_noop('Stop plan'))}：{_cell(a.stop_plan)}")
+        lines.append(f"- {tr(lang, gettext_noop('Stop plan'))}{colon}{_cell(a.stop_plan)}")
     return note, lines

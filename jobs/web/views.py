@@ -27,7 +27,7 @@ from django.views.decorators.http import require_GET, require_POST
 from clusters.models import Node
 from clusters.runtime.base import RuntimeFailure
 from jobs import policy
-from jobs.control import controller, log_archive, safety
+from jobs.control import controller, lifecycle, log_archive, safety
 from jobs.explain.pending import job_pending_reasons
 from jobs.jobspec import conditions as conditions_spec
 from jobs.jobspec.document import render_yaml
@@ -50,8 +50,7 @@ from rlark_console.redirects import safe_next
 
 PAGE_SIZES = (10, 20, 50)
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x01|\x02")
-TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
-ACTIONS = ("stop", "start", "restart", "delete")
+ACTIONS = lifecycle.ACTIONS
 
 
 def _page_size(request: HttpRequest) -> int:
@@ -94,7 +93,8 @@ def job_list(request: HttpRequest) -> HttpResponse:
                 "runtime": format_duration(runtime_seconds(job)),
                 "progress": progress_text(job),  # stored by the sync: no query, no log read
                 "progress_percent": percent_of(job),
-                "terminal": job.phase in TERMINAL,
+                "terminal": lifecycle.finished(job),
+                "refused": refusals(job),
                 "message": localized_message(job.message),
             }
         )
@@ -223,7 +223,8 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
         "clusters": clusters,
         "runtime": format_duration(runtime_seconds(job)),
         "progress": progress_text(job),
-        "terminal": job.phase in TERMINAL,
+        "terminal": lifecycle.finished(job),
+        "refused": refusals(job),
         "can_change": policy.can_change_job(request.user, job),
         "synced": any(w["pod"] for w in workers),
         "conditions": conditions,
@@ -299,6 +300,12 @@ def job_log(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "jobs/_log.html", {"job": job, "pod": pod, "text": text, "error": error})
 
 
+def refusals(job: Job) -> dict[str, str]:
+    """``{action: why it is refused, in the page's language}`` for the actions ``jobs.control.lifecycle`` refuses
+    for ``job`` now (the disabled buttons' tooltips); allowed actions are absent."""
+    return {a: _(v.reason) for a, v in lifecycle.allowed_actions(job).items() if not v.allowed}
+
+
 @login_required
 @require_POST
 def job_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
@@ -318,8 +325,9 @@ def job_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
             return redirect(back)
         messages.success(request, _('Job "%(name)s" deleted.') % {"name": name})
         return redirect("jobs:list")
-    if action == "stop" and job.phase in TERMINAL:
-        messages.error(request, _("Terminal jobs cannot be started or stopped"))
+    reason = lifecycle.refusal(job, action)  # a finished job cannot be started or stopped
+    if reason:
+        messages.error(request, _(reason))
         return redirect(back)
     try:
         getattr(controller, action)(job, actor=request.user, request=request)

@@ -43,7 +43,7 @@ from clusters.runtime.base import (
     StorageClassInfo,
     TaskManifest,
 )
-from clusters.runtime.local import launcher, ray_logs
+from clusters.runtime.local import launcher, log_times, ray_logs
 from clusters.runtime.local.scheduling import parse_quantity
 from clusters.runtime.local.statedir import pod_dir, socket_path
 
@@ -266,8 +266,12 @@ class LocalRuntime(Runtime):
                 data = _tail(f, max(int(tail_lines), 0))
         return data.decode("utf-8", "replace")
 
-    def stream_log(self, namespace: str, pod: str, previous: bool = False) -> Iterator[bytes]:
+    def stream_log(self, namespace: str, pod: str, previous: bool = False, timestamps: bool = False) -> Iterator[bytes]:
+        """The Worker's log in chunks; ``timestamps``: every line prefixed with the RFC 3339 time it was written
+        and a space, as the kubelet does (``log_times``). Raises PodNotFound for an unknown Pod."""
         path = self._log_path(pod, previous)
+        if timestamps:
+            return log_times.stamped_chunks(path, CHUNK, previous)
 
         def chunks() -> Iterator[bytes]:
             with open(path, "rb") as f:

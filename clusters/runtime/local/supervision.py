@@ -45,6 +45,7 @@ import rlark_config
 from clusters.runtime.local import (
     domain_members,
     launcher,
+    log_times,
     pod_records,
     processes,
     ray_auth,
@@ -93,6 +94,7 @@ class Supervisor:
         # Root supervisor: Workers run as the job's subordinate ids (idmap); else as this user.
         self.id_slots = IdSlots(self.state, self._changed)
         self.cpu = CpuSampler()
+        self.log_times = log_times.LogTimes()  # when each log line was written (the Logs tab's timestamps)
         extra = list(rlark_config.current().local_hide)
         self.hidden = launcher.hidden_roots([self.root, *extra])
         self.volumes = volumes.Volumes(self.root, self.hidden)
@@ -302,6 +304,7 @@ class Supervisor:
             self._reap()
             self._sync_pods()
             self._schedule_and_start()
+            self.log_times.note([pod_dir(self.root, p["cluster"], p["name"]) for p in self.state["pods"].values()])
             self._save()
 
     def _reap(self) -> None:
@@ -512,6 +515,7 @@ class Supervisor:
         log_path = pdir / "main.log"
         if log_path.exists():
             os.replace(log_path, pdir / "main.previous.log")
+            self.log_times.rotate(pdir)
         ray_logs.keep(self.root, self.state["tasks"].values(), pod, pdir)
         shutil.rmtree(pdir / "tmp", ignore_errors=True)
 
