@@ -20,6 +20,7 @@ from django.utils.translation import ngettext
 from clusters.models import Node
 from clusters.node_health import problems
 from clusters.runtime.base import RuntimeFailure
+from clusters.services.inventory import CATEGORIES, category_label
 from clusters.services.node_capacity import jobs_on_node, with_capacity
 from clusters.services.node_metadata import FIELDS, MetadataError, set_field
 from clusters.services.nodes import gpu_key, total_free
@@ -109,6 +110,23 @@ class ReadinessFilter(admin.SimpleListFilter):
         }.get(self.value(), lambda: queryset)()
 
 
+class CategoryFilter(admin.SimpleListFilter):
+    """The node categories by their localized names ("云算力", "端算力", "机器人", "其他"), not the stored codes."""
+
+    title = _("category")
+    parameter_name = "category"
+
+    def lookups(self, request, model_admin):
+        return [(c, category_label(c)) for c in (*CATEGORIES, "unknown")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "unknown":
+            return queryset.exclude(category__in=CATEGORIES)
+        if self.value() in CATEGORIES:
+            return queryset.filter(category=self.value())
+        return queryset
+
+
 class MetadataForm(forms.Form):
     """One field set or removed on every selected node."""
 
@@ -147,7 +165,7 @@ class NodeAdmin(admin.ModelAdmin):
     list_display = (
         "name",
         "cluster",
-        "category",
+        "category_label",
         "gpu_model",
         "gpus",
         "free_gpus",
@@ -155,7 +173,7 @@ class NodeAdmin(admin.ModelAdmin):
         "readiness",
         "last_seen",
     )
-    list_filter = (SystemNodeFilter, "cluster", LabelFilter, "gpu_model", ReadinessFilter, "category")
+    list_filter = (SystemNodeFilter, "cluster", LabelFilter, "gpu_model", ReadinessFilter, CategoryFilter)
     search_fields = ("name",)
     list_select_related = ("cluster",)
     list_per_page = 100
@@ -190,12 +208,17 @@ class NodeAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False  # nodes come from the cluster (sync); a local cluster's from its registration
 
+    @admin.display(description=_("category"), ordering="category")
+    def category_label(self, obj):
+        return category_label(obj.category)
+
     @admin.display(description=_("GPUs used / total"), ordering="gpu_used")
     def gpus(self, obj):
-        total, free = total_free(obj, gpu_key(obj.capacity, obj.allocatable, obj.used))
+        key = gpu_key(obj.capacity, obj.allocatable, obj.used)
+        total, _free = total_free(obj, key)
         if not total:
             return "—"
-        return f"{_num(total - free)} / {_num(total)}"
+        return f"{_num(min(total, float((obj.used or {}).get(key) or 0)))} / {_num(total)}"
 
     @admin.display(description=_("GPUs free"), ordering="gpu_free")
     def free_gpus(self, obj):

@@ -75,16 +75,52 @@ def hosts_block(hosts: dict[str, str]) -> str:
     return "\n".join([BEGIN, *lines, END]) + "\n"
 
 
+def _without_managed_lines(text: str) -> tuple[str, str]:
+    """Split ``text`` around the managed block(s) and drop them: returns ``(head, tail)``, the lines before the
+    first ``BEGIN`` and every other line after it.
+
+    A complete block (``BEGIN`` ... ``END``) goes whole. A half-written one (``BEGIN`` and no ``END``: the agent
+    was killed mid-write, or a disk filled) goes up to the first line that is not a managed entry
+    (``ip<TAB><name>.rlark-domain``), or to the end with a last line cut mid-write, so its stale entries never
+    stay and the lines after it (the kubelet's) are kept. A stray ``END`` and further blocks (left by an older
+    agent) go too, so a file holds one block.
+    """
+    head: list[str] = []
+    tail: list[str] = []
+    seen = False
+    inside = False
+    lines = text.splitlines()
+    torn = len(lines) - 1 if text and not text.endswith("\n") else -1  # a last line cut mid-write
+    for number, line in enumerate(lines):
+        marker = line.strip()
+        if marker == BEGIN:
+            seen, inside = True, True
+            continue
+        if marker == END:
+            inside = False
+            continue
+        if inside:
+            if _is_managed_entry(marker) or number == torn:
+                continue
+            inside = False  # an unterminated block ends at the first line that is not one of its entries
+        (tail if seen else head).append(line)
+    return "".join(f"{line}\n" for line in head), "".join(f"{line}\n" for line in tail)
+
+
+def _is_managed_entry(line: str) -> bool:
+    """``True`` for a line of the managed block's form (``ip<whitespace><name>.rlark-domain``), or an empty one."""
+    parts = line.split()
+    return not parts or (len(parts) == 2 and parts[1].endswith(".rlark-domain"))
+
+
 def write_hosts_block(path: str, hosts: dict[str, str]) -> None:
     """Replace the managed block of ``path`` (append it when missing), in place: on Kubernetes ``/etc/hosts`` is the
-    kubelet's file, shared by every container of the Pod, so the other lines stay and no rename may replace it."""
+    kubelet's file, shared by every container of the Pod, so the other lines stay and no rename may replace it.
+    A half-written block (a ``BEGIN`` without its ``END``) is replaced like a whole one (``_without_managed_lines``).
+    """
     with open(path, "r+") as f:
         text = f.read()
-        if BEGIN in text and END in text:
-            head, rest = text.split(BEGIN, 1)
-            tail = rest.split(END, 1)[1].lstrip("\n")
-        else:
-            head, tail = (text if text.endswith("\n") or not text else text + "\n"), ""
+        head, tail = _without_managed_lines(text)
         new = head + hosts_block(hosts) + tail
         if new != text:
             f.seek(0)

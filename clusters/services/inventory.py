@@ -9,12 +9,27 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
 
 from clusters.models import Cluster, Node
 from clusters.system_nodes import is_system_node
 
 GPU_TOKEN = re.compile(r"(^|[./-])gpu($|[./-])")
 CATEGORIES = ("cloud", "edge", "robot")
+# the words the Clusters page uses (clusters/_category.html); "unknown" and anything else reads "Other"
+CATEGORY_LABELS = {"cloud": _("Cloud"), "edge": _("Edge"), "robot": _("Robot")}
+
+
+def category_label(value: str) -> Promise:
+    """The localized name of a node category (``cloud`` -> "Cloud" / "云算力"); "Other" for ``unknown`` or ''."""
+    return CATEGORY_LABELS.get(value or "", _("Other"))
+
+
+def resources(capacity: Mapping[str, Any] | None, allocatable: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The resources a node has: its ``capacity``, completed by ``allocatable`` for any resource only that one
+    lists (a device plugin or a node whose status reports a GPU in ``allocatable`` alone still has it)."""
+    return {**dict(allocatable or {}), **dict(capacity or {})}
 
 
 def gpu_model(labels: dict[str, str], annotations: dict[str, str]) -> str:
@@ -28,7 +43,8 @@ def gpu_model(labels: dict[str, str], annotations: dict[str, str]) -> str:
 
 def category(labels: dict[str, str], capacity: dict[str, Any]) -> str:
     """First category from ``rlark.io/node-category-<c>=true`` labels, then ``rlark.io/node-category``;
-    a node with a positive GPU resource and no category is ``cloud``; else ``unknown``."""
+    a node with a positive GPU resource and no category is ``cloud``; else ``unknown``. ``capacity``: the node's
+    :func:`resources` (capacity completed by allocatable)."""
     found = [c for c in CATEGORIES if labels.get(f"rlark.io/node-category-{c}") == "true"]
     found += [c.strip() for c in labels.get("rlark.io/node-category", "").split(",") if c.strip() in CATEGORIES]
     if found:

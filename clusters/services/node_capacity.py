@@ -4,7 +4,8 @@
 
 - ``gpu_total`` = capacity (else allocatable) of ``nvidia.com/gpu``; ``gpu_used`` = Σ ``nvidia.com/gpu`` requests
   of the node's non-terminal Pods (``Node.used``, written by node sync from the Pods' requests, upstream-rlark
-  10.1); ``gpu_free`` = max(0, allocatable - used). Numbers, so the list sorts by them.
+  10.1); ``gpu_free`` = max(0, allocatable - used), 0 on a node that is not online. Numbers, so the list sorts
+  by them.
 - ``job_count``: distinct Jobs with a non-terminal Worker Pod on the node (``jobs.Pod.node``).
 
 The sortable figures use the ``nvidia.com/gpu`` key (the GPU key of every cluster we know); the row's displayed
@@ -13,7 +14,7 @@ amounts use ``clusters.services.nodes.total_free`` with the node's own GPU key.
 
 from __future__ import annotations
 
-from django.db.models import Count, F, FloatField, IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models import Case, Count, F, FloatField, IntegerField, OuterRef, QuerySet, Subquery, Value, When
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Coalesce, Greatest
 
@@ -47,7 +48,11 @@ def with_capacity(queryset: QuerySet[Node]) -> QuerySet[Node]:
             Cast(KeyTextTransform(GPU, "allocatable"), FloatField()), _number("capacity"), output_field=FloatField()
         ),
     ).annotate(
-        gpu_free=Greatest(F("gpu_alloc") - F("gpu_used"), Value(0.0), output_field=FloatField()),
+        gpu_free=Case(
+            When(online=False, then=Value(0.0)),  # a node that is not online (or of an offline cluster) has none free
+            default=Greatest(F("gpu_alloc") - F("gpu_used"), Value(0.0)),
+            output_field=FloatField(),
+        ),
         job_count=Coalesce(Subquery(jobs, output_field=IntegerField()), Value(0)),
     )
 

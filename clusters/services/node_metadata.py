@@ -47,7 +47,12 @@ from accounts.audit import record
 from clusters.models import Cluster, Node
 from clusters.runtime import registry
 from clusters.runtime.base import RuntimeFailure
-from clusters.services.inventory import CATEGORIES, effective_fields, merge  # noqa: F401 - the merge rule's home
+from clusters.services.inventory import (  # noqa: F401 - the merge rule's home
+    CATEGORIES,
+    effective_fields,
+    merge,
+    resources,
+)
 
 LABEL = "label"
 ANNOTATION = "annotation"
@@ -155,7 +160,7 @@ def set_field(
             node.discovered_annotations,
             node.console_labels,
             node.console_annotations,
-            node.capacity or node.allocatable,
+            resources(node.capacity, node.allocatable),
         ).items():
             setattr(node, name, v)
         changed.append(node)

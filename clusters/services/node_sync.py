@@ -36,6 +36,7 @@ from django.utils import timezone
 from clusters.models import Cluster, ClusterOutage, Node
 from clusters.runtime import registry
 from clusters.runtime.base import NodeInfo, RuntimeFailure
+from clusters.services.inventory import resources
 from clusters.services.node_metadata import effective_fields
 from clusters.system_nodes import is_system_node
 
@@ -98,7 +99,7 @@ def node_fields(info: NodeInfo, row: Node | None = None) -> dict[str, Any]:
             info.annotations,
             row.console_labels if row is not None else {},
             row.console_annotations if row is not None else {},
-            info.capacity or info.allocatable,
+            resources(info.capacity, info.allocatable),
         ),
         "capacity": dict(info.capacity),
         "allocatable": dict(info.allocatable),

@@ -50,11 +50,14 @@ def _num(value: Any) -> float:
 
 
 def total_free(node: Node, key: str) -> tuple[float, float]:
-    """``(total, free)`` of one resource: total = capacity else allocatable; free = max(0, allocatable - used)."""
+    """``(total, free)`` of one resource: total = capacity else allocatable; free = max(0, allocatable - used).
+
+    A node that is not online (NotReady, or its cluster offline: ``node_sync.mark_offline`` marks every node of an
+    offline cluster) has nothing free: nothing can be placed there, so its GPUs are never shown as free."""
     cap, alloc, used = node.capacity or {}, node.allocatable or {}, node.used or {}
     total = _num(cap.get(key, alloc.get(key, 0)))
     free = max(0.0, _num(alloc.get(key, cap.get(key, 0))) - _num(used.get(key, 0)))
-    return total, free
+    return total, free if node.online else 0.0
 
 
 def _fmt(value: float) -> int | float:
@@ -169,7 +172,8 @@ def match_nodes(selector: str | Mapping | None, queryset=None) -> MatchResult:
 def cluster_summary(cluster: Cluster, nodes: list[Node] | None = None) -> dict[str, Any]:
     """JSON-ready cluster: status, namespace, CIDRs, node/GPU counts. NEVER the kubeconfig.
 
-    Totals and GPU sums count business nodes only: system (control-plane) nodes are left out."""
+    Totals and GPU sums count business nodes only: system (control-plane) nodes are left out. An offline cluster
+    has no free GPUs (``gpus.free`` 0; ``gpus.total`` stays what it last reported)."""
     nodes = list(cluster.nodes.all()) if nodes is None else nodes
     nodes = [n for n in nodes if not is_system_node(n.labels)]
     gpus_total = gpus_free = 0.0
@@ -177,6 +181,8 @@ def cluster_summary(cluster: Cluster, nodes: list[Node] | None = None) -> dict[s
         t, f = total_free(n, gpu_key(n.capacity, n.allocatable, n.used))
         gpus_total += t
         gpus_free += f
+    if cluster.status == Cluster.Status.OFFLINE:  # its nodes' last figures are stale: none of them is free now
+        gpus_free = 0.0
     return {
         "name": cluster.name,
         "runtime": cluster.runtime,

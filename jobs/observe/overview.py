@@ -19,12 +19,13 @@ def overview_context(user) -> dict:
     for cluster in Cluster.objects.prefetch_related("nodes"):
         nodes = list(cluster.nodes.all())
         gpus = [total_free(n, gpu_key(n.capacity, n.allocatable, n.used)) for n in nodes]
+        offline = cluster.status == Cluster.Status.OFFLINE  # an offline cluster shows no GPU as free
         cluster_rows.append(
             {
                 "cluster": cluster,
                 "nodes": nodes,
                 "gpus_total": int(sum(total for total, _free in gpus)),
-                "gpus_free": int(sum(free for _total, free in gpus)),
+                "gpus_free": 0 if offline else int(sum(free for _total, free in gpus)),
             }
         )
     jobs = visible_jobs(user)

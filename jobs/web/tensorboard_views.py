@@ -3,7 +3,8 @@
 Every request checks ``jobs.policy.get_job_for`` (404 for a job the user may not see, as every job page), then
 starts the job's TensorBoard if it is not running (``jobs.explain.tensorboard_server``) and forwards the request
 to it on 127.0.0.1. TensorBoard runs with ``--path_prefix=/jobs/<name>/tensorboard``, so its HTML, scripts and
-data URLs already point under this prefix and nothing needs rewriting.
+data URLs already point under this prefix; only the root ``url(/font-roboto/...)`` of its inlined CSS is moved
+under it (``jobs.explain.tensorboard_assets``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
 from jobs import policy
-from jobs.explain import tensorboard_server
+from jobs.explain import tensorboard_assets, tensorboard_server
 
 MAX_BODY = 1024 * 1024  # a request body TensorBoard's page sends (plugin queries) is far smaller
 MAX_RESPONSE = 256 * 1024 * 1024
@@ -67,6 +68,7 @@ def tensorboard(request: HttpRequest, name: str, rest: str = "") -> HttpResponse
     finally:
         conn.close()
     tensorboard_server.touch(job.name)
+    data = tensorboard_assets.rewrite_root_urls(data, upstream.getheader("Content-Type") or "", server.prefix)
     response = HttpResponse(data, status=upstream.status)
     for h in PASSED_RESPONSE_HEADERS:
         if upstream.getheader(h):

@@ -53,6 +53,8 @@ def test_open_in_tensorboard_owner_sees_it_other_user_does_not_idle_stops(
         assert link.get_attribute("href") == "/jobs/demo/tensorboard/"
         assert tensorboard_server.running() == {}  # nothing runs until someone opens it
         t0 = time.monotonic()
+        failed: list[str] = []
+        page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
         resp = page.goto(f"{live_server.url}/jobs/demo/tensorboard/")
         assert resp.status == 200
         print(f"\nTensorBoard start + first page: {time.monotonic() - t0:.1f} s")
@@ -60,6 +62,8 @@ def test_open_in_tensorboard_owner_sees_it_other_user_does_not_idle_stops(
         # TensorBoard's own app, its assets and data all through the proxy: the job's scalar tags appear
         expect(page.get_by_text("/success_once").first).to_be_visible(timeout=60_000)  # TensorBoard's own card
         expect(page.get_by_role("button", name="Expand group").filter(has_text="train")).to_be_visible()
+        fonts_loaded = page.evaluate("document.fonts.ready.then(() => [...document.fonts].map(f => f.status))")
+        assert "loaded" in fonts_loaded and not failed, failed  # every asset, the inlined CSS's fonts too
         server = tensorboard_server.running()["demo"]
         assert server.prefix == "/jobs/demo/tensorboard" and server.alive()
         page.screenshot(path=f"{SHOTS}/tensorboard-zh.png", full_page=True)

@@ -77,3 +77,44 @@ def test_an_unreadable_config_keeps_the_hosts_it_had(tmp_path, monkeypatch):
         await _until(lambda: "10.100.0.1\txd-header-0.rlark-domain" in hosts_file.read_text())
 
     _run_keeper(agent, [written])
+
+
+def _block(entries: str) -> str:
+    return f"{netagent.BEGIN}\n{entries}{netagent.END}\n"
+
+
+def test_a_half_written_block_is_replaced_without_duplicates_or_stale_entries(tmp_path):
+    """The agent was killed while it wrote the block: ``BEGIN`` and one stale entry, no ``END``, then the kubelet's
+    lines that followed it. The next write leaves one whole block with the current members and the kubelet's lines."""
+    hosts_file = tmp_path / "hosts"
+    stale = f"{netagent.BEGIN}\n10.100.0.9\txd-gone-0.rlark-domain\n10.100.0.1\txd-header-0.rlark-domain\n"
+    hosts_file.write_text(KUBELET_HOSTS + stale + "10.219.64.21\txd-rollout-0\n")
+
+    netagent.write_hosts_block(str(hosts_file), {"xd-header-0": "10.100.0.1", "xd-rollout-0": "10.100.0.2"})
+
+    text = hosts_file.read_text()
+    assert text.count(netagent.BEGIN) == 1 and text.count(netagent.END) == 1
+    assert "xd-gone-0" not in text  # the stale member of the half-written block is gone
+    assert text.count("xd-header-0.rlark-domain") == 1  # not duplicated
+    assert "10.100.0.2\txd-rollout-0.rlark-domain" in text
+    assert text.startswith(KUBELET_HOSTS)
+    assert "10.219.64.21\txd-rollout-0\n" in text  # the kubelet's line after the broken block stays
+    block = text[text.index(netagent.BEGIN) : text.index(netagent.END)]
+    assert "10.219.64.21" not in block
+
+    netagent.write_hosts_block(str(hosts_file), {"xd-header-0": "10.100.0.1", "xd-rollout-0": "10.100.0.2"})
+    assert hosts_file.read_text() == text  # a second write changes nothing
+
+
+def test_a_half_written_block_at_the_end_of_the_file_and_a_duplicate_block_collapse_into_one(tmp_path):
+    hosts_file = tmp_path / "hosts"
+    hosts_file.write_text(
+        KUBELET_HOSTS
+        + _block("10.100.0.1\txd-header-0.rlark-domain\n")
+        + _block("10.100.0.7\txd-old-0.rlark-domain\n")
+        + f"{netagent.BEGIN}\n10.100.0.8\txd-old-1.rlark-d"  # cut mid-line: the disk filled
+    )
+
+    netagent.write_hosts_block(str(hosts_file), {"xd-header-0": "10.100.0.1"})
+
+    assert hosts_file.read_text() == KUBELET_HOSTS + _block("10.100.0.1\txd-header-0.rlark-domain\n")
