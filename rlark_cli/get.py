@@ -166,6 +166,8 @@ def cmd_describe(client: Client, args: argparse.Namespace) -> int:
                 f"  {w.get('name')}  rank {w.get('rank')}  {phase}  node {w.get('node') or '-'}"
                 f"  ip {w.get('ip') or '-'}  restarts {w.get('restarts') or 0}"
             )
+    print("YAML:")
+    print("  " + (data.get("yaml") or "").rstrip().replace("\n", "\n  "))
     conditions = st.get("conditions") or []
     if conditions:
         print("Conditions:")
@@ -180,8 +182,6 @@ def cmd_describe(client: Client, args: argparse.Namespace) -> int:
     print("Events:" + ("" if events else "       <none>"))
     for when, reason, message in events:
         print(f"  {when}  {reason}  {message}")
-    print("YAML:")
-    print("  " + (data.get("yaml") or "").rstrip().replace("\n", "\n  "))
     return 0
 
 
