@@ -105,9 +105,15 @@ def run_command(
     except access.AccessDenied as exc:
         raise CommandRefused(401 if exc.code == access.CLOSE_AUTH else 404, str(exc))
     targets, _warnings = logs.resolve_targets(logs.load_layout(job))
-    target = pick_target([t for t in targets if t.exists], job.name, worker)
+    target = pick_target(targets, job.name, worker)
     if target is None:
         raise CommandRefused(404, _("job %(job)s has no Worker %(worker)s") % {"job": job.name, "worker": worker})
+    if not target.exists:  # a finished or stopped job's Workers are gone: its phase says why
+        raise CommandRefused(
+            409,
+            _("job %(job)s is %(phase)s: a command runs only in a running Worker")
+            % {"job": job.name, "phase": job.phase},
+        )
     if target.phase != "Running":
         raise CommandRefused(
             409,

@@ -143,10 +143,14 @@ def test_help_has_examples_and_exit_codes_and_a_closed_pipe_ends_quietly(rlark):
     err = proc.stderr.read()
     proc.wait(timeout=60)
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
-    # argcomplete answers the shell's completion request from the parser itself
-    env = {**rlark.env, "_ARGCOMPLETE": "1", "COMP_LINE": "rlark wa", "COMP_POINT": "8", "_ARGCOMPLETE_IFS": "\n"}
-    done = subprocess.run([str(RLARK)], env=env, capture_output=True, text=True, timeout=60, cwd=rlark.tmp)
-    assert done.returncode == 0, done.stderr
+    # argcomplete answers the shell's completion request from the parser itself (what the shell hook asks)
+    answer = rlark.tmp / "completion.txt"
+    for line, word in (("rlark wa", "wait"), ("rlark logs --all", "--all-workers"), ("rlark get j", "job")):
+        env = {**rlark.env, "_ARGCOMPLETE": "1", "COMP_LINE": line, "COMP_POINT": str(len(line))}
+        env["_ARGCOMPLETE_STDOUT_FILENAME"] = str(answer)
+        done = subprocess.run([str(RLARK)], env=env, capture_output=True, text=True, timeout=60, cwd=rlark.tmp)
+        assert done.returncode == 0, done.stderr
+        assert word in answer.read_text().split(), answer.read_text()
 
 
 def test_a_finished_job_the_kubectl_way(rlark):
