@@ -16,13 +16,35 @@ import yaml
 CONFIG_PATH = Path("~/.config/rlark/config.yaml")
 TIMEOUT = 60
 
+# Exit codes (``rlark --help`` and docs/api-and-cli.md list them): a script can tell these apart.
+EXIT_OK = 0
+EXIT_FAILURE = 1  # anything else: the server cannot be reached, a server error, a file that cannot be read
+EXIT_USAGE = 2  # a command line argparse refuses
+EXIT_NOT_FOUND = 3  # HTTP 404: no such job or Worker (or one you may not see)
+EXIT_REFUSED = 4  # HTTP 401/403/409: not logged in, not allowed, or not possible in the job's state
+EXIT_INVALID = 5  # HTTP 400/422, or a job document / RLinf config with errors
+EXIT_TIMEOUT = 6  # rlark wait: the condition was not met in time
+
+
+def exit_code_of(status: int) -> int:
+    """The exit code for an HTTP ``status`` the console answered (see the ``EXIT_*`` constants)."""
+    if status == 404:
+        return EXIT_NOT_FOUND
+    if status in (401, 403, 409):
+        return EXIT_REFUSED
+    if status in (400, 413, 422):
+        return EXIT_INVALID
+    return EXIT_FAILURE
+
 
 class CLIError(Exception):
-    """A failure to report (message already readable); ``body`` is the API answer when there is one."""
+    """A failure to report (message already readable); ``body`` is the API answer when there is one, ``code``
+    the process's exit code (``EXIT_*``)."""
 
-    def __init__(self, message: str, body: Any = None):
+    def __init__(self, message: str, body: Any = None, code: int = EXIT_FAILURE):
         super().__init__(message)
         self.body = body
+        self.code = code
 
 
 class Client:
@@ -100,7 +122,7 @@ def problems_text(body: Any) -> str:
 
 
 def fail(status: int, body: Any, what: str) -> CLIError:
-    return CLIError(f"{what} failed: HTTP {status}\n{problems_text(body)}".rstrip(), body)
+    return CLIError(f"{what} failed: HTTP {status}\n{problems_text(body)}".rstrip(), body, exit_code_of(status))
 
 
 def print_table(table: list[tuple[str, ...]]) -> None:

@@ -1,5 +1,5 @@
-"""The job commands of ``rlark``: validate, apply, get, describe, stop/start/restart/delete, approve, checkpoints,
-resume and plan."""
+"""The job commands of ``rlark``: validate, apply, stop/start/restart/delete, approve, checkpoints, resume and plan
+(get, describe and wait: :mod:`rlark_cli.get`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from rlark_cli.client import Client, CLIError, emit, fail, print_table, problems_text
+from rlark_cli.apply_check import unchanged_finished
+from rlark_cli.client import EXIT_INVALID, EXIT_USAGE, Client, CLIError, emit, fail, problems_text
 
 MAX_DOCUMENT_BYTES = 1 << 20  # the console's limit of a Job document or an RLinf config (1 MiB)
 
@@ -69,17 +70,21 @@ def cmd_validate(client: Client, args) -> int:
         text = problems_text(data)
         if text:
             print(text)
-    return 0 if data.get("valid") else 1
+    return 0 if data.get("valid") else EXIT_INVALID
 
 
 def cmd_apply(client: Client, args) -> int:
     body, ctype, text = job_body(args)
     name = job_name_of(text)
-    exists = False
+    current = None
     if name:
-        status, _ = client.request("GET", f"jobs/{urllib.parse.quote(name)}/")
-        exists = status == 200
-    if exists:
+        status, found = client.request("GET", f"jobs/{urllib.parse.quote(name, safe='')}/")
+        current = found if status == 200 and isinstance(found, dict) else None
+    if current is not None and not args.restart and unchanged_finished(client, current, body, ctype, args):
+        print(f"job/{name} unchanged: it has finished ({current.get('phase')}), so nothing was done.")
+        print(f"To run it again: rlark restart job {name}")
+        return 0
+    if current is not None:
         query = "?restart=1" if args.restart else ""
         status, data = client.request("PUT", f"jobs/{urllib.parse.quote(name)}/{query}", body, ctype)
         verb = "configured"
@@ -133,80 +138,27 @@ def cmd_approve(client: Client, args) -> int:
     return 0
 
 
-def cmd_get(client: Client, args) -> int:
-    params = {k: v for k, v in (("phase", args.phase), ("owner", args.owner), ("search", args.search)) if v}
-    params["limit"] = "200"
-    rows: list[dict] = []
-    path = "jobs/?" + urllib.parse.urlencode(params)
-    while path:
-        status, data = client.request("GET", path)
-        if status != 200 or not isinstance(data, dict):
-            raise fail(status, data, "get jobs")
-        rows.extend(data.get("results") or [])
-        nxt = data.get("next")
-        path = nxt.split("/api/v1/", 1)[1] if nxt and "/api/v1/" in nxt else ""
-    if emit(args, rows):
-        return 0
-    header = ("NAME", "DISPLAY NAME", "PHASE", "PROGRESS", "WORKERS", "ROLES", "OWNER", "CREATED")
-    table = [header] + [
-        (
-            r["name"],
-            r.get("display_name") or "-",
-            r["phase"] + (" (stopped)" if r.get("stopped") and r["phase"] != "Stopped" else ""),
-            progress_text(r),
-            str(r.get("workers", "")),
-            str(r.get("roles", "")),
-            r.get("owner", ""),
-            str(r.get("created_at", ""))[:19].replace("T", " "),
-        )
-        for r in rows
-    ]
-    print_table(table)
-    return 0
-
-
-def progress_text(job: dict) -> str:
-    """The ``progress`` line the API gave for ``job`` (in the client's language), ``-`` before the first step."""
-    progress = job.get("progress")
-    return str(progress.get("text") or "-") if isinstance(progress, dict) else "-"
-
-
-def cmd_describe(client: Client, args) -> int:
-    status, data = client.request("GET", f"jobs/{urllib.parse.quote(args.name)}/")
-    if status != 200 or not isinstance(data, dict):
-        raise fail(status, data, f"describe job {args.name}")
-    if emit(args, data):
-        return 0
-    st = data.get("status") or {}
-    print(f"Name:         {data['name']}")
-    print(f"Display name: {data.get('display_name') or '-'}")
-    print(f"Owner:        {data.get('owner')}")
-    print(f"Phase:        {data.get('phase')}{' (stopped)' if data.get('stopped') else ''}")
-    if data.get("message"):
-        print(f"Message:      {data['message']}")
-    print(f"Attempt:      {data.get('attempt')}")
-    print(f"Workers:      {data.get('workers')} in {data.get('roles')} roles")
-    print(f"Progress:     {progress_text(data)}")
-    print(f"Created:      {data.get('created_at')}")
-    tasks = st.get("tasks") or []
-    if tasks:
-        print("Tasks:")
-        for t in tasks:
-            line = f"  {t.get('name')}  {t.get('phase')}  {t.get('ready', 0)}/{t.get('replicas', 0)} ready"
-            print(line + (f"  {t['message']}" if t.get("message") else ""))
-    workers = st.get("workers") or []
-    if workers:
-        print("Workers:")
-        for w in workers:
-            phase = w.get("phaseLabel") or w.get("phase")  # the label the Workers tab shows (Completed, not Stopped)
-            print(f"  {w.get('name')}  rank {w.get('rank')}  {phase}  node {w.get('node') or '-'}")
-    print("YAML:")
-    print("  " + (data.get("yaml") or "").rstrip().replace("\n", "\n  "))
-    return 0
+def action_target(args: argparse.Namespace) -> str:
+    """The job an action names: ``rlark stop job NAME`` (kubectl's grammar) or ``rlark stop NAME`` (the shortcut);
+    for ``rlark delete -f FILE`` the ``metadata.name`` of the file."""
+    words = list(args.target or [])
+    if words[:1] in (["job"], ["jobs"]) and len(words) == 2:
+        words = words[1:]
+    if getattr(args, "file", None):
+        if words:
+            raise CLIError("give either -f FILE or a job name, not both", code=EXIT_USAGE)
+        name = job_name_of(read_file(args.file))
+        if not name:
+            raise CLIError(f"{args.file} names no job (metadata.name)", code=EXIT_INVALID)
+        return name
+    if len(words) != 1:
+        raise CLIError(f"usage: rlark {args.command} job NAME (or rlark {args.command} NAME)", code=EXIT_USAGE)
+    return words[0]
 
 
 def cmd_action(client: Client, args) -> int:
-    name = urllib.parse.quote(args.name)
+    args.name = action_target(args)
+    name = urllib.parse.quote(args.name, safe="")
     if args.command == "delete":
         status, data = client.request("DELETE", f"jobs/{name}/")
     else:
@@ -257,7 +209,7 @@ def cmd_plan(client: Client, args) -> int:
     if status not in (200, 400) or not isinstance(data, dict):
         raise fail(status, data, "plan")
     if emit(args, data):
-        return 0 if status == 200 and data.get("valid") else 1
+        return 0 if status == 200 and data.get("valid") else EXIT_INVALID
     print(f"num_nodes: {data.get('num_nodes')}  workers: {data.get('workers')}")
     for r in data.get("roles") or []:
         head = " (header)" if r.get("head") else ""
@@ -266,7 +218,7 @@ def cmd_plan(client: Client, args) -> int:
     text = problems_text({"problems": data.get("problems") or [], "warnings": data.get("warnings") or []})
     if text:
         print(text)
-    return 0 if status == 200 and data.get("valid") else 1
+    return 0 if status == 200 and data.get("valid") else EXIT_INVALID
 
 
 def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -282,21 +234,11 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     p.add_argument("--restart", action="store_true", help="restart every Worker after updating")
     p.set_defaults(func=cmd_apply)
 
-    p = sub.add_parser("get", parents=[common], help="list jobs")
-    p.add_argument("resource", choices=["jobs", "job"])
-    p.add_argument("--phase")
-    p.add_argument("--owner")
-    p.add_argument("--search")
-    p.set_defaults(func=cmd_get)
-
-    p = sub.add_parser("describe", parents=[common], help="show one job")
-    p.add_argument("resource", choices=["job", "jobs"])
-    p.add_argument("name")
-    p.set_defaults(func=cmd_describe)
-
     for action in ("stop", "start", "restart", "delete"):
-        p = sub.add_parser(action, parents=[common], help=f"{action} a job")
-        p.add_argument("name")
+        p = sub.add_parser(action, parents=[common], help=f"{action} a job: {action} job NAME (or {action} NAME)")
+        p.add_argument("target", nargs="*", metavar="job NAME", help="the job: job NAME, or only NAME")
+        if action == "delete":
+            p.add_argument("-f", "--file", help="delete the job this job file names (its metadata.name)")
         p.set_defaults(func=cmd_action)
 
     p = sub.add_parser("approve", parents=[common], help="give the safety approval of a robot job")

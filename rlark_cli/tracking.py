@@ -18,7 +18,7 @@ import sys
 import urllib.parse
 from typing import Any
 
-from rlark_cli.client import Client, CLIError, emit, print_table
+from rlark_cli.client import Client, CLIError, emit, exit_code_of, print_table
 
 MAX_KEY_CHARS = 512  # the console refuses longer keys; more is never read from stdin
 PATH = "tracking-credentials/"
@@ -54,7 +54,7 @@ def failure(status: int, body: Any, what: str) -> CLIError:
                 lines.append(f"  {field}: {message}")
     elif detail:
         lines.append(f"  {str(detail)[:500]}")
-    return CLIError("\n".join(lines), body)
+    return CLIError("\n".join(lines), body, exit_code_of(status))
 
 
 def cmd_list(client: Client, args) -> int:

@@ -1,5 +1,9 @@
 """REST API routes of the terminal app (mounted under /api/v1/)."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from terminal.api import JobExecView
+
+urlpatterns: list = [
+    path("jobs/<str:name>/exec/", JobExecView.as_view(), name="api-job-exec"),
+]

@@ -62,7 +62,7 @@ def test_add_from_an_env_var_list_and_delete(env, alice, monkeypatch, capsys):
     assert main(["tracking", "delete", "team-wandb"]) == 0
     assert capsys.readouterr().out.strip() == "tracking/team-wandb deleted"
     assert not TrackingCredential.objects.exists()
-    assert main(["tracking", "delete", "team-wandb"]) == 1
+    assert main(["tracking", "delete", "team-wandb"]) == 3  # not found
     assert "HTTP 404" in capsys.readouterr().err
 
 
@@ -102,10 +102,10 @@ def test_no_argument_takes_the_key(env, capsys):
 
 def test_bad_input_shows_the_field_and_the_message_in_the_users_language(env, monkeypatch, capsys):
     monkeypatch.setenv("K", KEY)
-    assert main(["tracking", "add", "bad", "--kind", "wandb", "--entity", "a team", "--api-key-env", "K"]) == 1
+    assert main(["tracking", "add", "bad", "--kind", "wandb", "--entity", "a team", "--api-key-env", "K"]) == 5
     err = capsys.readouterr().err
     assert "tracking add failed: HTTP 400" in err and "  entity: Enter the W&B entity as letters" in err
-    assert main(["tracking", "add", "Bad", "--kind", "wandb", "--lang", "zh", "--api-key-env", "K"]) == 1
+    assert main(["tracking", "add", "Bad", "--kind", "wandb", "--lang", "zh", "--api-key-env", "K"]) == 5
     assert "  name: " in (err := capsys.readouterr().err) and "小写字母" in err
 
 
@@ -113,7 +113,7 @@ def test_another_users_credential_is_not_found(env, bob, capsys):
     TrackingCredential.objects.create(user=bob, name="bobs", kind="wandb", api_key=KEY)
     assert main(["tracking", "list", "-o", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
-    assert main(["tracking", "delete", "bobs"]) == 1
+    assert main(["tracking", "delete", "bobs"]) == 3  # not found
     assert "HTTP 404" in capsys.readouterr().err
     assert TrackingCredential.objects.filter(name="bobs").exists()
 

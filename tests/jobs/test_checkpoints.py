@@ -251,7 +251,7 @@ def test_the_cli_lists_refuses_and_resumes_over_http(ckjob, live_server, admin_u
     out = capsys.readouterr().out
     assert "step 2  incomplete" in out and "step 1  complete" in out and "(latest complete)" in out
     cut = f"/data/{RUN}/checkpoints/global_step_2"
-    assert main(["resume", "job", "--checkpoint", cut]) == 1
+    assert main(["resume", "job", "--checkpoint", cut]) == 5  # invalid (400)
     assert "HTTP 400" in capsys.readouterr().err
     edited = tmp_path / "run.sh"
     edited.write_text("echo resumed from $RLARK_RESUME_DIR\n")

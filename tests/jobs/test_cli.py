@@ -46,10 +46,10 @@ def write(tmp: Path, name: str, doc) -> str:
 
 def test_validate_gives_the_api_codes(env, capsys):
     path = write(env, "bad.yaml", invalid_doc())
-    assert main(["validate", "-f", path, "-o", "json"]) == 1
+    assert main(["validate", "-f", path, "-o", "json"]) == 5  # invalid
     body = json.loads(capsys.readouterr().out)
     assert {e["code"] for e in body["errors"]} == INVALID_CODES
-    assert main(["validate", "-f", path]) == 1
+    assert main(["validate", "-f", path]) == 5
     out = capsys.readouterr().out
     assert out.startswith("invalid")
     assert "error [header_replicas_not_one] spec.tasks[0].kubernetes.workload.replicas:" in out
@@ -88,17 +88,17 @@ def test_apply_get_describe_stop_start_delete(env, capsys):
     capsys.readouterr()
     assert main(["delete", "ppo-job"]) == 0
     assert capsys.readouterr().out.strip() == "job/ppo-job deleted"
-    assert main(["describe", "job", "ppo-job"]) == 1
+    assert main(["describe", "job", "ppo-job"]) == 3  # not found
     assert "HTTP 404" in capsys.readouterr().err
 
 
 def test_apply_invalid_reports_errors(env, capsys):
-    assert main(["apply", "-f", write(env, "bad.yaml", invalid_doc())]) == 1
+    assert main(["apply", "-f", write(env, "bad.yaml", invalid_doc())]) == 5  # invalid
     err = capsys.readouterr().err
     assert "apply failed: HTTP 400" in err
     for code in INVALID_CODES:
         assert f"[{code}]" in err
-    assert main(["apply", "-f", write(env, "broken.yaml", "a: [")]) == 1
+    assert main(["apply", "-f", write(env, "broken.yaml", "a: [")]) == 5
     assert "[yaml_invalid]" in capsys.readouterr().err
 
 
@@ -107,7 +107,7 @@ def test_plan(env, capsys):
     out = capsys.readouterr().out
     assert "num_nodes: 2  workers: 2" in out
     assert "4090 (header): 1 worker(s), ranks 0" in out and "franka: 1 worker(s), ranks 1" in out
-    assert main(["plan", "-f", str(CONFIGS / "emb_realworld_dual_franka_dagger_openpi.yaml")]) == 1
+    assert main(["plan", "-f", str(CONFIGS / "emb_realworld_dual_franka_dagger_openpi.yaml")]) == 5
     assert "[node_ranks_mismatch]" in capsys.readouterr().out
 
 
@@ -115,7 +115,7 @@ def test_readable_failures(env, capsys, monkeypatch):
     assert main(["validate", "-f", str(env / "missing.yaml")]) == 1
     assert "cannot read" in capsys.readouterr().err
     monkeypatch.setenv("RLARK_TOKEN", "rlk_wrong")
-    assert main(["get", "jobs"]) == 1
+    assert main(["get", "jobs"]) == 4  # refused
     err = capsys.readouterr().err
     assert ("HTTP 401" in err or "HTTP 403" in err) and "Invalid or revoked token." in err
     monkeypatch.delenv("RLARK_TOKEN")

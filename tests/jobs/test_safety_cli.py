@@ -48,14 +48,14 @@ def test_rlark_start_says_what_is_missing_and_rlark_approve_opens_the_gate(env, 
     assert main(["apply", "-f", str(path)]) == 0
     out = capsys.readouterr().out
     assert "job/ppo-job created" in out and "stored stopped" in out and "robot_job" in out
-    assert main(["start", "ppo-job"]) == 1
+    assert main(["start", "ppo-job"]) == 4  # refused (409)
     err = capsys.readouterr().err
     assert "HTTP 409" in err and "has no safety approval" in err and "rlark approve ppo-job" in err
     # The submitter holds the permission too, but cannot approve their own job.
-    assert main(["approve", "ppo-job", "--all", "--stop-plan", "E-stop"]) == 1
+    assert main(["approve", "ppo-job", "--all", "--stop-plan", "E-stop"]) == 4  # refused (403)
     assert "another safety approver" in capsys.readouterr().err
     monkeypatch.setenv("RLARK_TOKEN", carol_key)
-    assert main(["approve", "ppo-job", "--compatibility", "--site", "--stop-plan", "E-stop"]) == 1
+    assert main(["approve", "ppo-job", "--compatibility", "--site", "--stop-plan", "E-stop"]) == 5  # invalid (400)
     err = capsys.readouterr().err
     assert "Not confirmed yet" in err and "Speed, force, travel and workspace limits" in err
     flags = ["--compatibility", "--site", "--stop", "--limits", "--data"]
