@@ -30,6 +30,7 @@ class JobExecView(APIView):
         body = request.data if isinstance(request.data, dict) else {}
         worker = body.get("worker") or ""
         try:
+            command.check_access(request.user, name)
             if not isinstance(worker, str) or len(worker) > 253:
                 raise command.CommandRefused(400, _("worker must be a Worker name"))
             argv, timeout = command.check_command(body.get("command"), body.get("timeout"))

@@ -94,6 +94,15 @@ def pick_target(targets: list[logs.LogTarget], job: str, worker: str) -> logs.Lo
     return min(targets, key=lambda t: t.rank, default=None)
 
 
+def check_access(user, job_name: str) -> None:
+    """``user`` may open a terminal in job ``job_name``. Raises CommandRefused (401 not signed in, 404 no such job
+    of theirs); asked before the request's body is looked at, so a stranger learns nothing from a 400."""
+    try:
+        access.check_job(user, job_name)
+    except access.AccessDenied as exc:
+        raise CommandRefused(401 if exc.code == access.CLOSE_AUTH else 404, str(exc))
+
+
 def run_command(
     user, job_name: str, worker: str, command: list[str], timeout: float, remote: str = ""
 ) -> CommandResult:

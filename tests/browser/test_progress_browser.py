@@ -32,7 +32,8 @@ def _steps(runtime, job: Job, first: str, second: str, minutes: float) -> None:
     """``runtime``'s Header prints ``first``, the sync sees it; ``minutes`` later ``second``, the sync sees it."""
     runtime.log(f"{job.name}-header-0", first)
     sync_job(job)
-    Job.objects.filter(pk=job.pk).update(progress_updated_at=timezone.now() - timedelta(minutes=minutes))
+    then = timezone.now() - timedelta(minutes=minutes)
+    Job.objects.filter(pk=job.pk).update(progress_updated_at=then, progress_base_at=then)
     runtime.log(f"{job.name}-header-0", second)
     sync_job(Job.objects.get(pk=job.pk))
 

@@ -141,7 +141,7 @@ def test_config_file_and_console_script(env, live_server, monkeypatch):
         text=True,
         timeout=60,
     )
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 5, proc.stderr  # 5: invalid (rlark --help, exit codes)
     assert {e["code"] for e in json.loads(proc.stdout)["errors"]} == INVALID_CODES
 
 
