@@ -30,11 +30,11 @@ class JobExecView(APIView):
         body = request.data if isinstance(request.data, dict) else {}
         worker = body.get("worker") or ""
         try:
-            command.check_access(request.user, name)
+            job = command.check_access(request.user, name)
             if not isinstance(worker, str) or len(worker) > 253:
                 raise command.CommandRefused(400, _("worker must be a Worker name"))
             argv, timeout = command.check_command(body.get("command"), body.get("timeout"))
-            result = command.run_command(request.user, name, worker, argv, timeout, request_address(request))
+            result = command.run_command(request.user, job, worker, argv, timeout, request_address(request))
         except command.CommandRefused as exc:
             return Response({"code": CODES.get(exc.status, "refused"), "detail": str(exc)}, status=exc.status)
         return Response(result.to_dict())

@@ -24,7 +24,7 @@ from typing import Any
 
 from clusters.selectors import SelectorError, format_selector, parse_selector
 from jobs.control import tracking
-from jobs.jobspec.document import ACKNOWLEDGED
+from jobs.jobspec.document import ACKNOWLEDGED, TASK_KEY_ORDER
 from jobs.jobspec.layout import main_container
 from jobs.jobspec.naming import pvc_name, to_resource_name, volume_name
 
@@ -251,18 +251,7 @@ def _nonzero(value: str) -> bool:
     return bool(text) and text not in {"0", "0.0"}
 
 
-_MANAGED_TASK_KEYS = (
-    "name",
-    "head",
-    "agentType",
-    "role",
-    "cluster",
-    "nodeSelector",
-    "prepareScript",
-    "runScript",
-    "tensorBoardDir",
-    "checkpointDir",
-)
+_MANAGED_TASK_KEYS = tuple(k for k in TASK_KEY_ORDER if k != "kubernetes")  # the workload is kept apart
 _MANAGED_CONTAINER_KEYS = ("name", "image", "env", "resources", "volumeMounts")
 
 

@@ -332,23 +332,26 @@ def _recompute_pvcs(job: str, template: dict, workload: dict, pspec: dict) -> No
 
 # --- rendering -----------------------------------------------------------------------------------------------------
 
+# A Task's keys the console writes, in the order it writes them (also the known keys of
+# ``jobs.jobspec.unknown_keys``).
+TASK_KEY_ORDER = (
+    "name",
+    "head",
+    "agentType",
+    "role",
+    "cluster",
+    "nodeSelector",
+    "prepareScript",
+    "runScript",
+    "tensorBoardDir",
+    "checkpointDir",
+    "kubernetes",
+)
 _ORDER: dict[str, tuple[str, ...]] = {
     "root": ("apiVersion", "kind", "metadata", "spec"),
     "metadata": ("name", "annotations", "labels"),
     "spec": ("tasks", "domain", "startTimeout", "sshPublicKeys", "stopped"),
-    "task": (
-        "name",
-        "head",
-        "agentType",
-        "role",
-        "cluster",
-        "nodeSelector",
-        "prepareScript",
-        "runScript",
-        "tensorBoardDir",
-        "checkpointDir",
-        "kubernetes",
-    ),
+    "task": TASK_KEY_ORDER,
     "kubernetes": ("workload",),
     "workload": ("kind", "replicas", "template", "pvcStorageMap", "pvcOptions"),
     "podTemplate": ("metadata", "spec"),

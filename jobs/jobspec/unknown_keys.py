@@ -18,6 +18,7 @@ import difflib
 from collections.abc import Iterable
 from typing import Any
 
+from jobs.jobspec.document import TASK_KEY_ORDER
 from jobs.jobspec.messages import WARNING, Problem
 
 ROOT_KEYS = ("apiVersion", "kind", "metadata", "spec", "status")
@@ -41,24 +42,7 @@ METADATA_KEYS = (
 )
 SPEC_KEYS = ("tasks", "domain", "startTimeout", "sshPublicKey", "sshPublicKeys", "stopped", "trackingCredentials")
 # upstream-rlark.md 2.2; ``domain``, ``sshPublicKey``, ``docker``, ``raw`` and ``downstreamName`` are schema-only.
-TASK_KEYS = (
-    "name",
-    "head",
-    "agentType",
-    "role",
-    "cluster",
-    "nodeSelector",
-    "prepareScript",
-    "runScript",
-    "tensorBoardDir",
-    "checkpointDir",
-    "kubernetes",
-    "domain",
-    "sshPublicKey",
-    "docker",
-    "raw",
-    "downstreamName",
-)
+TASK_KEYS = TASK_KEY_ORDER + ("domain", "sshPublicKey", "docker", "raw", "downstreamName")
 KUBERNETES_KEYS = ("workload",)
 WORKLOAD_KEYS = ("kind", "replicas", "template", "pvcStorageMap", "pvcOptions")
 PVC_OPTION_KEYS = ("size", "accessMode", "reclaimPolicy")

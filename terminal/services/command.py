@@ -94,25 +94,20 @@ def pick_target(targets: list[logs.LogTarget], job: str, worker: str) -> logs.Lo
     return min(targets, key=lambda t: t.rank, default=None)
 
 
-def check_access(user, job_name: str) -> None:
-    """``user`` may open a terminal in job ``job_name``. Raises CommandRefused (401 not signed in, 404 no such job
-    of theirs); asked before the request's body is looked at, so a stranger learns nothing from a 400."""
+def check_access(user, job_name: str):
+    """The Job ``job_name`` when ``user`` may open a terminal in it. Raises CommandRefused (401 not signed in, 404
+    no such job of theirs); asked before the request's body is looked at, so a stranger learns nothing from a
+    400."""
     try:
-        access.check_job(user, job_name)
+        return access.check_job(user, job_name)
     except access.AccessDenied as exc:
         raise CommandRefused(401 if exc.code == access.CLOSE_AUTH else 404, str(exc))
 
 
-def run_command(
-    user, job_name: str, worker: str, command: list[str], timeout: float, remote: str = ""
-) -> CommandResult:
-    """Run ``command`` (checked by :func:`check_command`) in Worker ``worker`` of job ``job_name`` as ``user``
-    and wait for its end, at most ``timeout`` seconds. Blocking (database and runtime calls). Raises
-    CommandRefused."""
-    try:
-        job = access.check_job(user, job_name)
-    except access.AccessDenied as exc:
-        raise CommandRefused(401 if exc.code == access.CLOSE_AUTH else 404, str(exc))
+def run_command(user, job, worker: str, command: list[str], timeout: float, remote: str = "") -> CommandResult:
+    """Run ``command`` (checked by :func:`check_command`) in Worker ``worker`` of ``job`` (as :func:`check_access`
+    returned it for ``user``) and wait for its end, at most ``timeout`` seconds. Blocking (database and runtime
+    calls). Raises CommandRefused."""
     targets, _warnings = logs.resolve_targets(logs.load_layout(job))
     target = pick_target(targets, job.name, worker)
     if target is None:
