@@ -12,7 +12,7 @@ images from ``tools/k8s/images.py``), then runs the demo's shape (Header x1, rol
    the console's own status shows the three Workers Running, and until the job is Running (the console declares
    it when the Header's log says Ray is ready).
 
-Each run's objects are deleted and the bench waits until the nodes' containerd holds no container of them. A
+Each run's objects are deleted and the bench waits until no container of them runs on the nodes. A
 first, unmeasured kubectl round unpacks the image on both nodes (about 20 s on the first Pods otherwise).
 Prints ``ratio console/kubectl`` for both points; then, on a running Header that printed 1000 lines, the Logs tab's
 time to the first line (its websocket, in-process, warm and with the handshake) against ``kubectl logs --tail=1000``,
@@ -122,8 +122,14 @@ def head_ready(cp: ControlPlane, namespace: str, pod: str) -> bool:
 
 
 def no_containers(rn, namespace: str) -> bool:
+    """No container of ``namespace`` runs on the nodes (the kubelet removes the stopped ones' records up to a
+    minute later; they take no CPU from the next round)."""
     label = "labels.io.kubernetes.pod.namespace==" + namespace
-    return all(not node.ctr("containers", "ls", "-q", label, timeout=30).split() for node in rn.nodes)
+    for node in rn.nodes:
+        ids = set(node.ctr("containers", "ls", "-q", label, timeout=30).split())
+        if ids & set(node.running_tasks()):
+            return False
+    return True
 
 
 def raw_round(cp: ControlPlane, rn, image: str, i: int) -> tuple[float, float]:

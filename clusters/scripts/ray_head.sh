@@ -5,6 +5,9 @@
 # `Run script exited with code <n>` and the container then idles instead of exiting, so a
 # StatefulSet does not restart it and re-run training (the controller ends the Job).
 set -e
+# One stream: the kubelet copies stdout and stderr through separate pipes, and under load a script's error
+# could land before the stage marker echoed just ahead of it; the log keeps the order the lines were written in.
+exec 2>&1
 
 RLARK_RAY_PORT="${RLARK_RAY_PORT:-6379}"
 ordinal="${POD_NAME##*-}"

@@ -2,6 +2,9 @@
 # RLark Ray worker wrapper (upstream-rlark 5.3). Every echoed marker is byte-identical to
 # upstream; "goes further": the wrapper exits with the Ray worker process's exit code.
 set -e
+# One stream: the kubelet copies stdout and stderr through separate pipes, and under load a script's error
+# could land before the stage marker echoed just ahead of it; the log keeps the order the lines were written in.
+exec 2>&1
 
 RLARK_RAY_PORT="${RLARK_RAY_PORT:-6379}"
 ordinal="${POD_NAME##*-}"

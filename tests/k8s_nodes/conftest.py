@@ -97,8 +97,9 @@ def real_namespace(real_nodes, tmp_path, request):
     real_nodes.cp.kubectl(
         "delete", "clusterrole,clusterrolebinding", f"rlark-console-nodes-{name}", "--ignore-not-found"
     )
-    # nothing of this test may keep running on the nodes
-    wait_for(lambda: not namespace_containers(real_nodes.nodes, name), 90, f"no container of {name} left")
+    # nothing of this test may keep running on the nodes (the kubelet's garbage collection removes the stopped
+    # containers' records later, up to a minute on: waiting for those is not needed by the next test)
+    wait_for(lambda: not namespace_running(real_nodes.nodes, name), 180, f"no running container of {name} left")
 
 
 @pytest.fixture(autouse=True)
@@ -143,6 +144,17 @@ def namespace_containers(rn, namespace: str) -> list[str]:
     for node in rn.nodes:
         listing = node.ctr("containers", "ls", "labels.io.kubernetes.pod.namespace==" + namespace, timeout=30)
         out += [line.split()[0] for line in listing.splitlines()[1:] if line.strip()]
+    return out
+
+
+def namespace_running(rn, namespace: str) -> list[str]:
+    """IDs of the containers (sandboxes included) of ``namespace``'s Pods whose process still runs on real nodes
+    ``rn`` (:func:`namespace_containers` whose task is RUNNING)."""
+    out = []
+    for node in rn.nodes:
+        listing = node.ctr("containers", "ls", "labels.io.kubernetes.pod.namespace==" + namespace, timeout=30)
+        ids = {line.split()[0] for line in listing.splitlines()[1:] if line.strip()}
+        out += [cid for cid in node.running_tasks() if cid in ids]
     return out
 
 

@@ -28,7 +28,7 @@ from domains import sidecar as network_sidecar
 from domains.models import Domain
 from rlark_console.db_threads import in_thread
 from tests.domains.support import RelayThread
-from tests.k8s_nodes.conftest import CLUSTER, RealCluster, namespace_containers, stop_all
+from tests.k8s_nodes.conftest import CLUSTER, RealCluster, namespace_running, stop_all
 from tests.k8s_nodes.jobs import HEADER_SELECTOR, pod_logs
 from tests.k8s_real.conftest import KubeNamespace, discard_namespace, wait_for
 from tests.k8s_real.jobs import document, running, synced, task
@@ -109,7 +109,7 @@ def edge_cluster(edge_nodes, real_nodes, real_cluster, real_namespace, tmp_path,
     cluster.save(update_fields=["network_agent_image"])
     yield cluster, ns
     discard_namespace(cp, ns.name)
-    wait_for(lambda: not namespace_containers(edge_nodes[1], ns.name), 90, f"no container of {ns.name} left")
+    wait_for(lambda: not namespace_running(edge_nodes[1], ns.name), 180, f"no running container of {ns.name} left")
 
 
 @pytest.fixture

@@ -60,17 +60,17 @@ def test_real_failures_are_named_and_missing_ray_nodes_are_listed(real_nodes, re
         assert job.phase == "Failed", job.message
 
     prep = failure(api, "kprep")
-    assert prep["pod"] == "kprep-header-0" and prep["exitCode"] == 2 and prep["lastStage"] == "prepare", prep
-    assert (prep["firstError"] or {}).get("line") == "cat: /data/robot.yaml: No such file or directory", prep
+    assert prep["pod"] == "kprep-header-0" and prep["exitCode"] == 2 and prep["lastStage"] == "prepare", repr(prep)
+    assert (prep["firstError"] or {}).get("line") == "cat: /data/robot.yaml: No such file or directory", repr(prep)
 
     trace = failure(api, "ktrace")
-    assert trace["exitCode"] == 1 and trace["lastStage"] == "run_script", trace
-    assert (trace["firstError"] or {}).get("line") == "Traceback (most recent call last):", trace
+    assert trace["exitCode"] == 1 and trace["lastStage"] == "run_script", repr(trace)
+    assert (trace["firstError"] or {}).get("line") == "Traceback (most recent call last):", repr(trace)
     assert trace["tail"][-1] == "Run script exited with code 1" and any("JSONDecodeError" in t for t in trace["tail"])
 
     again = failure(api, "kagain")
-    assert again["pod"] == "kagain-header-0", again
-    assert "RuntimeError: boom in the first container" in "\n".join(again["tail"]), again
+    assert again["pod"] == "kagain-header-0", repr(again)
+    assert "RuntimeError: boom in the first container" in "\n".join(again["tail"]), repr(again)
     assert failure(api, "kprep", "zh-hans")["lastStageLabel"] == "角色准备脚本"
     noray = failure(api, "knoray")
     noray_line = (noray["firstError"] or {}).get("line", "")
