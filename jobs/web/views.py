@@ -198,6 +198,9 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
         w["phase"] = worker_phase(job, w["phase"])  # a Succeeded job's Workers are Completed, not Stopped
         w["ready"] = w["ready"] and not headline.ended
         w["phase_label"] = worker_phase_label(w["phase"])
+        w["message_text"] = localized_message(w["message"])  # the Pod's: ours translated, Kubernetes' as it is
+    for t in tasks:
+        t.message_text = localized_message(t.message)  # the Task table's message column, in the page's language
     summary = _spec_summary(job)
     clusters = sorted({t.cluster.name for t in tasks}) or sorted({r["cluster"] for r in summary["roles"]})
     conditions = [
