@@ -270,3 +270,20 @@ def test_rlark_ssh_config_and_ssh_of_a_finished_job(live_server, terminal_runtim
     assert "job done has finished (phase Succeeded): its Workers no longer run" in ssh.stderr
     helptext = subprocess.run([rlark, "ssh-config", "--help"], env=env, capture_output=True, text=True, timeout=60)
     assert "running or starting" in helptext.stdout and "finished, failed or stopped" in helptext.stdout
+
+
+@pytest.mark.parametrize(("lang", "word"), [("zh-hans", "已完成"), ("en", "Succeeded")])
+def test_every_page_names_a_jobs_state_from_the_one_table(client, fake, alice, lang, word):  # noqa: F811
+    job = submit(alice)
+    Job.objects.filter(pk=job.pk).update(phase=Phase.SUCCEEDED)
+    job.tasks.update(phase=Phase.SUCCEEDED)
+    client.force_login(alice)
+    listing = client.get("/jobs/", HTTP_ACCEPT_LANGUAGE=lang).content.decode()
+    assert re.findall(r'data-testid="job-phase"[^>]*>([^<]+)<', listing) == [word]
+    assert f'<option value="Succeeded" >{word}</option>' in listing  # the list's phase filter
+    detail = client.get(f"/jobs/{job.name}/", HTTP_ACCEPT_LANGUAGE=lang).content.decode()
+    assert re.findall(r'data-testid="detail-phase">([^<]+)<', detail) == [word]
+    tasks = re.search(r'data-testid="task-table">(.*?)</table>', detail, re.S).group(1)
+    assert re.findall(r'class="badge phase-succeeded">([^<]+)<', tasks) == [word, word]
+    diagnosis = client.get(f"/jobs/{job.name}/diagnosis/", HTTP_ACCEPT_LANGUAGE=lang).content.decode()
+    assert re.findall(r'data-testid="detail-phase">([^<]+)<', diagnosis) == [word]
