@@ -2,7 +2,8 @@
 finished normally (their Pods then deleted, as after a finished run): the language menu names each language in
 its own name; the Logs picker labels a finished Worker with the Workers tab's word (已完成 / Completed), not
 "gone"; the Diagnosis shows the Worker's seven ``HEAD IP`` lines as one timeline entry with its count; the Task
-table's message is in the page's language. Screenshots: ``words-{menu,logs,diagnosis,tasks}-{lang}.png``."""
+table's and a Pod's messages are in the page's language; the jobs list names each state with the same word.
+Screenshots: ``words-{menu,logs,diagnosis,tasks,workers,list,overview}-{lang}.png``."""
 
 from __future__ import annotations
 
@@ -108,6 +109,24 @@ def finished_job(tmp_path, settings, admin_user):
             head=True,
             message="Waiting for Pod waits-header-0 to be created",
         )
+        lost = Job.objects.create(
+            name="lost",
+            owner=admin_user,
+            spec={"metadata": {"name": "lost"}, "spec": {"tasks": tasks[:1]}},
+            phase="Running",
+            started_at=now - timedelta(minutes=5),
+        )
+        lost_task = Task.objects.create(
+            job=lost, template_name="header", name="lost-header", cluster=cluster, namespace="rlark-system", head=True
+        )
+        Pod.objects.create(  # as the sync marks a running Worker whose Pod was deleted under it
+            task=lost_task,
+            name="lost-header-0",
+            node="local-gpu-0",
+            phase="Failed",
+            reason="PodDeleted",
+            message="the Pod disappeared while the job was running",
+        )
         yield job
     finally:
         for name in ("words-header", "words-worker"):
@@ -180,3 +199,21 @@ def test_words_of_a_finished_job(page, client, admin_user, finished_job, asgi_se
     )
     page.locator('[data-testid="task-table"]').scroll_into_view_if_needed()
     page.screenshot(path=str(shots / f"words-tasks-{lang}.png"), full_page=True)
+
+    # a Pod's message (the console's sentence) in the Workers tab's details, in the page's language
+    page.goto(f"{asgi_server}/jobs/lost/?tab=workers")
+    page.click('[data-testid="expand-lost-header-0"]')
+    expect(page.locator('[data-testid="pod-message"]')).to_have_text(
+        "任务运行期间 Pod 消失了" if lang == "zh-hans" else "The Pod disappeared while the job was running"
+    )
+    expect(page.locator('[data-testid="worker-phase"]')).to_have_text("失败" if lang == "zh-hans" else "Failed")
+    page.screenshot(path=str(shots / f"words-workers-{lang}.png"), full_page=True)
+
+    # the jobs list and the Overview name each state with the same word
+    page.goto(f"{asgi_server}/jobs/")
+    expect(page.locator('[data-testid="job-phase"]')).to_have_count(3)
+    shown = {t.strip() for t in page.locator('[data-testid="job-phase"]').all_inner_texts()}
+    assert shown == ({"已完成", "等待中", "运行中"} if lang == "zh-hans" else {"Succeeded", "Pending", "Running"})
+    page.screenshot(path=str(shots / f"words-list-{lang}.png"), full_page=True)
+    page.goto(f"{asgi_server}/")
+    page.screenshot(path=str(shots / f"words-overview-{lang}.png"), full_page=True)
