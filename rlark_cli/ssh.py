@@ -88,7 +88,9 @@ def cmd_ssh(client: Client, args) -> int:
     target = pick_worker(body["workers"], args.name, args.worker or "")
     if target is None:
         phase = body.get("job_phase") or ""
-        if phase in ENDED_PHASES:  # the API lists no Worker of a job that has ended
+        if phase == "Stopped":  # the API lists no Worker of a job that has ended
+            raise CLIError(f"job {args.name} is stopped: start it again (rlark start job {args.name}) to reach it")
+        if phase in ENDED_PHASES:
             raise CLIError(f"job {args.name} has finished (phase {phase}): its Workers no longer run")
         names = ", ".join(w["pod"] for w in body["workers"]) or "none yet"
         raise CLIError(f"job {args.name} has no Worker {args.worker or '(Header)'}; its Workers: {names}")

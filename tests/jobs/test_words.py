@@ -268,6 +268,10 @@ def test_rlark_ssh_config_and_ssh_of_a_finished_job(live_server, terminal_runtim
     ssh = subprocess.run([rlark, "ssh", "done"], env=env, capture_output=True, text=True, timeout=60)
     assert ssh.returncode != 0
     assert "job done has finished (phase Succeeded): its Workers no longer run" in ssh.stderr
+    halted = submit(alice, name="halted")
+    Job.objects.filter(pk=halted.pk).update(stopped=True, phase=Phase.STOPPED)
+    ssh = subprocess.run([rlark, "ssh", "halted"], env=env, capture_output=True, text=True, timeout=60)
+    assert ssh.returncode != 0 and "job halted is stopped: start it again (rlark start job halted)" in ssh.stderr
     helptext = subprocess.run([rlark, "ssh-config", "--help"], env=env, capture_output=True, text=True, timeout=60)
     assert "running or starting" in helptext.stdout and "finished, failed or stopped" in helptext.stdout
 
