@@ -9,6 +9,7 @@ from django.utils.html import format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from jobs.models import Job, Pod, SafetyApproval, Task
+from jobs.observe.state_words import state_label
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -99,7 +100,7 @@ class UserJobsAdmin(admin.ModelAdmin):
             format_html_join(
                 " ",
                 '<a href="{}"><code>{}</code></a> {}',
-                ((reverse("jobs:detail", args=[j.name]), j.name, j.get_phase_display()) for j in jobs),
+                ((reverse("jobs:detail", args=[j.name]), j.name, state_label(j.phase)) for j in jobs),
             )
             or "—"
         )

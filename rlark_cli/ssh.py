@@ -25,6 +25,7 @@ from rlark_cli.client import Client, CLIError, fail
 
 BASTION_ALIAS = "rlark-bastion"
 DEFAULT_KNOWN_HOSTS = "~/.ssh/rlark_known_hosts"
+ENDED_PHASES = ("Succeeded", "Failed", "Stopped")  # a job in one of them has no Worker to reach
 
 
 def _targets(client: Client, job: str = "") -> dict[str, Any]:
@@ -86,6 +87,11 @@ def cmd_ssh(client: Client, args) -> int:
     body = _targets(client, args.name)
     target = pick_worker(body["workers"], args.name, args.worker or "")
     if target is None:
+        phase = body.get("job_phase") or ""
+        if phase == "Stopped":  # the API lists no Worker of a job that has ended
+            raise CLIError(f"job {args.name} is stopped: start it again (rlark start job {args.name}) to reach it")
+        if phase in ENDED_PHASES:
+            raise CLIError(f"job {args.name} has finished (phase {phase}): its Workers no longer run")
         names = ", ".join(w["pod"] for w in body["workers"]) or "none yet"
         raise CLIError(f"job {args.name} has no Worker {args.worker or '(Header)'}; its Workers: {names}")
     ssh = shutil.which("ssh")
@@ -119,7 +125,7 @@ def ssh_config_text(body: dict, url: str, known_hosts: Path | None = None, ident
     for pod in pods:
         lines += [f"Host {pod}", f"    ProxyJump {BASTION_ALIAS}", "    User root", *checked, ""]
     if not pods:
-        lines.append("# no Workers yet")
+        lines.append("# no running Workers (only jobs that are running or starting are listed)")
     return "\n".join(lines)
 
 
@@ -140,8 +146,14 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     p.add_argument("--ssh-arg", dest="ssh_args", action="append", default=[], help="extra ssh option (repeat)")
     _host_key_options(p)
     p.set_defaults(func=cmd_ssh)
-    p = sub.add_parser("ssh-config", parents=[common], help="print ~/.ssh/config entries for your Workers")
-    p.add_argument("--job", help="only this job's Workers")
+    p = sub.add_parser(
+        "ssh-config",
+        parents=[common],
+        help="print ~/.ssh/config entries for the Workers of your running jobs",
+        description="Print ~/.ssh/config entries: the bastion, then one Host per Worker of each of your jobs that is"
+        " running or starting. Workers of finished, failed or stopped jobs are not listed: they cannot be reached.",
+    )
+    p.add_argument("--job", help="only this job's Workers (none when the job has ended)")
     _host_key_options(p)
     p.set_defaults(func=cmd_ssh_config)
 

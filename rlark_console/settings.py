@@ -154,7 +154,7 @@ LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "zh-hans"
-LANGUAGES = [("zh-hans", "中文"), ("en", "English")]
+LANGUAGES = [("zh-hans", "中文"), ("en", "English")]  # each in its own name: the language menu shows them as they are
 LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = _config.time_zone
 USE_I18N = True

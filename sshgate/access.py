@@ -85,14 +85,18 @@ def resolve_worker(identity: Identity, host: str, port: int) -> WorkerTarget:
         raise Denied(f"permission denied: no Worker {host} that you may reach (or it does not exist)")
     if job.stopped:
         raise Denied(f"job {job.name} is stopped: start it again to reach Worker {host}")
-    targets, warnings = logs.resolve_targets(logs.load_layout(job))
+    layout = logs.load_layout(job)
+    targets, warnings = logs.resolve_targets(layout)
     target = next((t for t in targets if t.pod == host), None)
+    ended = logs.ended_reason(layout, host)  # a finished job's Worker: say so, not "no Pod yet"
     if target is None or not target.exists:
+        if ended:
+            raise Denied(ended)
         if warnings:
             raise Denied(f"Worker {host} cannot be reached now: {warnings[0]}")
         raise Denied(f"job {job.name} has no Worker {host} (phase {job.phase}; it may not have a Pod yet)")
     if target.phase != "Running":
-        raise Denied(f"Worker {host} is {target.phase}, not Running: try again when it runs")
+        raise Denied(ended or f"Worker {host} is {target.phase}, not Running: try again when it runs")
     return WorkerTarget(job.name, target.pod, target.namespace, target.cluster, target.rank)
 
 
@@ -106,12 +110,13 @@ def worker_running(target: WorkerTarget) -> str:
         return f"job {target.job} was deleted"
     if job.stopped:
         return f"job {target.job} was stopped"
-    targets, warnings = logs.resolve_targets(logs.load_layout(job))
+    layout = logs.load_layout(job)
+    targets, warnings = logs.resolve_targets(layout)
     if warnings:
         return ""  # the runtime did not answer: not a reason to cut a working session
     now = next((t for t in targets if t.pod == target.pod), None)
     if now is None or not now.exists:
-        return f"Worker {target.pod} is gone"
+        return logs.ended_reason(layout, target.pod) or f"Worker {target.pod} is gone"
     if now.phase != "Running":
-        return f"Worker {target.pod} is {now.phase}"
+        return logs.ended_reason(layout, target.pod) or f"Worker {target.pod} is {now.phase}"
     return ""

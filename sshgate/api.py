@@ -1,9 +1,12 @@
 """``GET /api/v1/ssh/``: the bastion's address, host key fingerprint and the Workers the caller may reach.
 
-``?job=<name>`` limits the list to one job (404 when the caller may not see it). Used by ``rlark ssh`` and
-``rlark ssh-config``. Shape: ``{"user", "host", "port", "jump", "host_key_fingerprint", "known_hosts": [line],
-"workers": [{"job", "pod", "role", "rank", "head", "phase", "command"}]}``; ``known_hosts`` holds the bastion's
-and each listed Worker's host key in OpenSSH ``known_hosts`` format (:func:`sshgate.hostkeys.known_hosts_lines`).
+Only the Workers of jobs that run (Pending or Running, not stopped) are listed: a finished, failed or stopped job's
+Workers cannot be reached, so ``rlark ssh-config`` writes no entry for them. ``?job=<name>`` limits the list to one
+job (404 when the caller may not see it); ``job_phase`` then names that job's phase, so ``rlark ssh`` can say that
+the job has finished. Used by ``rlark ssh`` and ``rlark ssh-config``. Shape: ``{"user", "host", "port", "jump",
+"host_key_fingerprint", "known_hosts": [line], "workers": [{"job", "pod", "role", "rank", "head", "phase",
+"command"}], "job_phase"?}``; ``known_hosts`` holds the bastion's and each listed Worker's host key in OpenSSH
+``known_hosts`` format (:func:`sshgate.hostkeys.known_hosts_lines`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs.models import Pod
+from jobs.observe.headline import ENDED
 from jobs.policy import get_job_for, visible_jobs
 from sshgate import commands, hostkeys
 
@@ -35,13 +39,17 @@ class SSHTargetsView(APIView):
                 "host_key_fingerprint": serializers.CharField(),
                 "known_hosts": serializers.ListField(child=serializers.CharField()),
                 "workers": serializers.ListField(child=serializers.DictField()),
+                "job_phase": serializers.CharField(required=False),
             },
         ),
     )
     def get(self, request):
         user = request.user
         name = request.query_params.get("job", "")
-        jobs = [get_job_for(user, name)] if name else list(visible_jobs(user).filter(stopped=False))
+        named = get_job_for(user, name) if name else None
+        jobs = visible_jobs(user).filter(stopped=False).exclude(phase__in=ENDED)  # jobs that run
+        if named is not None:
+            jobs = jobs.filter(pk=named.pk)
         pods = (
             Pod.objects.filter(task__job__in=jobs)
             .select_related("task__job")
@@ -49,8 +57,10 @@ class SSHTargetsView(APIView):
         )
         pods = list(pods)
         host, port = commands.jump_address(request)
+        extra = {"job_phase": named.phase} if named is not None else {}
         return Response(
             {
+                **extra,
                 "user": user.username,
                 "host": host,
                 "port": port,

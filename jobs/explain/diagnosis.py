@@ -32,6 +32,7 @@ from django.utils.translation import gettext_noop
 from clusters.runtime.base import IMAGE_PULL_REASONS
 from jobs.explain import domain_findings, node_count, pending
 from jobs.explain import failure as failures
+from jobs.explain.timeline import fold_repeats
 from jobs.observe import log_scans, node_findings
 from jobs.observe.log_markers import ERROR, SIGNATURES, WARNING, LogScan, Marker, scan_log
 from jobs.observe.worker_logs import read_logs
@@ -404,18 +405,20 @@ class WorkerDiagnosis:
             "phase": self.worker.phase,
             "rank": self.scan.rank,
             "expectedRank": self.worker.expected_rank,
-            "timeline": [
-                {
-                    "key": m.key,
-                    "label": stage_label(m.key, lang),
-                    "lineNo": m.line_no,
-                    "line": m.text,
-                    "kind": m.kind,
-                    "failed": m.failed,
-                    "last": m is last,
-                }
-                for m in self.scan.markers
-            ],
+            "timeline": fold_repeats(  # a marker repeated in a row is one entry with a count
+                [
+                    {
+                        "key": m.key,
+                        "label": stage_label(m.key, lang),
+                        "lineNo": m.line_no,
+                        "line": m.text,
+                        "kind": m.kind,
+                        "failed": m.failed,
+                        "last": m is last,
+                    }
+                    for m in self.scan.markers
+                ]
+            ),
             "headWaitAttempts": self.scan.head_wait_attempts,
             "lastStage": self.last_stage_key,
             "lastStageLabel": stage_label(self.last_stage_key, lang),

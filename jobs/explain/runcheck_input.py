@@ -19,6 +19,7 @@ from typing import Any
 from django.utils.translation import gettext_noop
 
 from jobs.observe.log_markers import LogScan
+from jobs.observe.state_words import state_label
 from rlark_console import language, pagetime
 
 MET = "met"
@@ -50,8 +51,9 @@ def tr(lang: str, message: str, **params: Any) -> str:
 
 
 def phase_label(phase: str, lang: str = "zh-hans") -> str:
-    """A Job/Pod phase (``Running``, ...) in ``lang``, as the pages show it (``jobs.models.Phase`` labels)."""
-    return language.translate(phase, lang) if phase else phase
+    """A Job/Pod/Worker phase (``Running``, ``Completed``, ...) in ``lang``, as the pages show it
+    (``jobs.observe.state_words``, the one table)."""
+    return state_label(phase, lang)
 
 
 def status_label(status: str, lang: str = "zh-hans") -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from django.utils.translation import gettext as _
 
 from jobs.models import Phase
+from jobs.observe.state_words import COMPLETED, state_label
 from jobs.observe.status import localized_message
 
 RAY_FORMING = "All Workers started; waiting for the Ray cluster to form"  # the sync's message (jobs.observe.sync)
@@ -92,9 +93,6 @@ def job_headline(job, ready: int, total: int) -> Headline:
     )
 
 
-COMPLETED = "Completed"
-
-
 def worker_phase_of(job_phase: str, stopped: bool, phase: str) -> str:
     """A Worker's phase as every tab shows it (Workers, Metrics, Diagnosis, Run check: one name, the fresh-clone
     trial found four): every Worker of a Succeeded job that did not fail is ``Completed`` (whether its Pod
@@ -113,5 +111,5 @@ def worker_phase(job, phase: str) -> str:
 
 
 def worker_phase_label(phase: str) -> str:
-    """The name of a :func:`worker_phase` in the active language (``jobs.models.Phase`` labels, and Completed)."""
-    return _("Completed") if phase == COMPLETED else str(dict(Phase.choices).get(phase, phase))
+    """The name of a :func:`worker_phase` in the active language (``jobs.observe.state_words``, the one table)."""
+    return state_label(phase)

@@ -8,6 +8,7 @@ from clusters.models import Cluster
 from clusters.services.nodes import gpu_key, total_free
 from jobs.models import Phase
 from jobs.observe.progress import progress_text
+from jobs.observe.state_words import state_label
 from jobs.policy import visible_jobs
 
 
@@ -30,7 +31,7 @@ def overview_context(user) -> dict:
         )
     jobs = visible_jobs(user)
     counts = dict(jobs.values_list("phase").annotate(n=Count("id")).values_list("phase", "n"))
-    phase_counts = [(value, label, counts.get(value, 0)) for value, label in Phase.choices]
+    phase_counts = [(value, state_label(value), counts.get(value, 0)) for value in Phase.values]
     return {
         "clusters": cluster_rows,
         "phase_counts": phase_counts,

@@ -21,6 +21,7 @@ from clusters.runtime.base import PodNotFound, RuntimeFailure
 from jobs.control import log_archive
 from jobs.jobspec.conditions import get_condition, set_condition  # noqa: F401 - the status API of conditions
 from jobs.models import Job, Pod, Task
+from jobs.observe.state_words import STATE_WORDS, state_label
 
 # Bounds of the log API (seed 02: the Logs tab reads at most the last 1000 lines per Pod).
 DEFAULT_TAIL = 1000
@@ -318,18 +319,42 @@ _MESSAGES = (
         re.compile(r"^The header has not logged 'Ray cluster is ready' yet$"),
         gettext_lazy("The Header has not logged 'Ray cluster is ready' yet"),
     ),
+    # A Task's and a Pod's own sentences (jobs.observe.phases, jobs.observe.sync_rows, jobs.control.controller);
+    # ``reason`` (the runtime's or Kubernetes' words) is quoted as it is, ``state`` is one of state_words.
+    (
+        re.compile(r"^Waiting for Pod (?P<pod>\S+) to be created$"),
+        gettext_lazy("Waiting for Pod %(pod)s to be created"),
+    ),
+    (
+        re.compile(r"^Cluster (?P<cluster>\S+) is unreachable: (?P<reason>.*)$", re.S),
+        gettext_lazy("Cluster %(cluster)s is unreachable: %(reason)s"),
+    ),
+    (re.compile(r"^Runtime error: (?P<reason>.*)$", re.S), gettext_lazy("Runtime error: %(reason)s")),
+    (
+        re.compile(r"^the Pod disappeared while the job was running$"),
+        gettext_lazy("The Pod disappeared while the job was running"),
+    ),
+    (
+        re.compile(r"^(?P<pod>\S+): (?P<state>" + "|".join(STATE_WORDS) + r")$"),
+        gettext_lazy("%(pod)s: %(state)s"),
+    ),
 )
 
 
 def localized_message(message: str) -> str:
-    """``message`` in the active language when it is one of the sync's standard sentences; the
-    detail in parentheses (a Pod's reason, from the runtime) is kept as it is."""
+    """``message`` (a Job's, Task's or Pod's stored English sentence) in the active language when it is one of
+    the console's own sentences (:data:`_MESSAGES`, the one table of them); a sentence from Kubernetes or the
+    runtime (a Pod's reason and message) and the quoted parts of ours are kept as they are."""
     for pattern, template in _MESSAGES:
         m = pattern.match(message or "")
         if m:
             params = {k: v for k, v in m.groupdict().items() if v is not None}
             if "nodes" in params:  # a sentence of its own (the Ray nodes' count)
                 params["nodes"] = localized_message(params["nodes"])
+            if "state" in params:
+                params["state"] = state_label(params["state"])
+            if params.get("detail"):  # what blocks the Workers: a sentence of its own, or Kubernetes' words
+                params["detail"] = localized_message(params["detail"])
             text = str(template) % params
             if params.get("detail"):
                 text += f" ({params['detail']})"

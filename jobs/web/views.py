@@ -36,6 +36,7 @@ from jobs.models import Job, Phase, Pod
 from jobs.observe.headline import job_headline, worker_phase, worker_phase_label
 from jobs.observe.job_list import WorkerCounts, worker_counts
 from jobs.observe.progress import percent_of, progress_text
+from jobs.observe.state_words import state_label
 from jobs.observe.status import (
     DEFAULT_TAIL,
     format_duration,
@@ -107,7 +108,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
         "q": query,
         "size": _page_size(request),
         "sizes": PAGE_SIZES,
-        "phases": Phase.choices,
+        "phases": [(p, state_label(p)) for p in Phase.values],  # the one table of state words
         "base_query": params.urlencode(),
         "refresh_url": request.get_full_path(),
     }
@@ -198,6 +199,9 @@ def _detail_context(request: HttpRequest, job: Job, tab: str) -> dict[str, Any]:
         w["phase"] = worker_phase(job, w["phase"])  # a Succeeded job's Workers are Completed, not Stopped
         w["ready"] = w["ready"] and not headline.ended
         w["phase_label"] = worker_phase_label(w["phase"])
+        w["message_text"] = localized_message(w["message"])  # the Pod's: ours translated, Kubernetes' as it is
+    for t in tasks:
+        t.message_text = localized_message(t.message)  # the Task table's message column, in the page's language
     summary = _spec_summary(job)
     clusters = sorted({t.cluster.name for t in tasks}) or sorted({r["cluster"] for r in summary["roles"]})
     conditions = [

@@ -15,6 +15,7 @@
   const MAX_LINES = 200000;
   const PAUSE_SVG = '<svg viewBox="0 0 10 10" width="10" height="10"><rect x="1.5" y="1" width="2.5" height="8"/><rect x="6" y="1" width="2.5" height="8"/></svg>';
   const PLAY_SVG = '<svg viewBox="0 0 10 10" width="10" height="10"><path d="M2.5 1 9 5 2.5 9z"/></svg>';
+  const ENDED_STATES = ["Succeeded", "Failed", "Stopped", "Completed"];  // a Worker whose run is over
   const ENDED_SVG = '<svg viewBox="0 0 10 10" width="10" height="10"><rect x="2" y="2" width="6" height="6"/></svg>';  // memory cap of the page; the full log is always downloadable
 
   function fmt(s, vars) {
@@ -90,7 +91,11 @@
       for (const t of this.targets) {
         if (role && t.role !== role) continue;
         let label = t.pod + (t.restarts ? " · " + fmt(this.s.restarts, { n: t.restarts }) : "");
-        if (!t.exists) label += " · " + this.s.gone;
+        // the Worker's state in the Workers tab's word (已完成 / Completed for a finished one); "gone" only for a
+        // Pod that vanished while its job still runs
+        const state = t.shownPhase || t.phase;
+        if (!t.exists && !ENDED_STATES.includes(state)) label += " · " + this.s.gone;
+        else if (state && state !== "Running") label += " · " + ((this.s.states || {})[state] || state);
         opts.push(new Option(label, t.pod));
       }
       sel.replaceChildren(...opts);

@@ -91,11 +91,13 @@ class TerminalConsumer(KeptShell, JobSocket):
         targets, _warnings = await in_thread(logs.resolve_targets, layout)
         await self.accept()
         target = next((t for t in targets if t.pod == self.pod_name), None)
+        ended = logs.ended_reason(layout, self.pod_name)  # a finished job's Worker: say so
         if target is None or not target.exists:
-            await self._finish(access.CLOSE_GONE, f"pod {self.pod_name} not found (it may have been deleted)")
+            await self._finish(access.CLOSE_GONE, ended or f"pod {self.pod_name} not found (it may have been deleted)")
             return
         if target.phase != "Running":
-            await self._finish(access.CLOSE_GONE, f"pod {self.pod_name} is {target.phase}; cannot open a terminal")
+            reason = ended or f"pod {self.pod_name} is {target.phase}; cannot open a terminal"
+            await self._finish(access.CLOSE_GONE, reason)
             return
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         self.container = query.get("container", ["main"])[0][:253] or "main"

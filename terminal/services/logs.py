@@ -34,6 +34,7 @@ from pathlib import Path
 from clusters.runtime.base import PodNotFound, Runtime, RuntimeFailure
 from jobs.control import log_archive
 from jobs.models import Job, Pod
+from jobs.observe.headline import worker_phase_of
 from rlark_console import ansi
 from terminal.services.runtimes import accepts, runtime_for
 
@@ -87,6 +88,8 @@ class Layout:
     tasks: tuple[TaskRef, ...]
     pods: tuple[PodRef, ...]
     ended: bool = False  # the job is Succeeded, Failed or Stopped (its run is over)
+    job_phase: str = ""  # the job's phase and ``stopped``: a Worker's shown state depends on them
+    stopped: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +115,7 @@ class LogTarget:
     archive: str = ""  # the job's log archive directory (jobs.control.log_archive; "" = none)
     containers: tuple = ()  # clusters.runtime.containers.ContainerInfo of the Pod; () = main only
     container: str = "main"  # the container whose log this target reads
+    shown_phase: str = ""  # the Worker's state as every tab shows it (jobs.observe.headline.worker_phase_of)
 
     def with_container(self, name: object) -> LogTarget:
         """This Pod's target for container ``name`` (one of :attr:`containers`); ``main`` for anything else."""
@@ -158,6 +162,7 @@ class LogTarget:
             "roleLabel": self.role_label,
             "rank": self.rank,
             "phase": self.phase,
+            "shownPhase": self.shown_phase or self.phase,  # the picker labels it with jobs.observe.state_words
             "restarts": self.restart_count,
             "exists": self.exists,
             "hasPrevious": self.has_previous,
@@ -238,7 +243,19 @@ def load_layout(job) -> Layout:
         PodRef(p.name, p.task.name, p.ordinal, p.uid, p.phase, p.restart_count)
         for p in Pod.objects.filter(task__job=job).select_related("task").order_by("task__order", "ordinal")
     )
-    return Layout(job.name, tasks, pods, ended=job.phase in ENDED_JOB_PHASES or bool(job.stopped))
+    ended = job.phase in ENDED_JOB_PHASES or bool(job.stopped)
+    return Layout(job.name, tasks, pods, ended=ended, job_phase=job.phase, stopped=bool(job.stopped))
+
+
+def ended_reason(layout: Layout, pod: str) -> str:
+    """Why Worker ``pod`` of an ended job cannot be reached (the bastion's and the WebTerminal's one sentence):
+    ``"job <job> has finished (phase <phase>): Worker <pod> no longer runs"``, or ``... is stopped ...``; "" while
+    the job has not ended (then a missing Pod may simply not exist yet)."""
+    if layout.stopped or layout.job_phase == "Stopped":
+        return f"job {layout.job} is stopped: Worker {pod} no longer runs; start the job again to reach it"
+    if layout.job_phase in ENDED_JOB_PHASES:
+        return f"job {layout.job} has finished (phase {layout.job_phase}): Worker {pod} no longer runs"
+    return ""
 
 
 def load_layout_named(job_name: str) -> Layout | None:
@@ -282,7 +299,11 @@ def resolve_targets(layout: Layout) -> tuple[list[LogTarget], list[str]]:
             layout.job, task, p.name, p.ordinal, p.phase, p.uid, p.restart_count, exists=task.name not in answered
         )
     order = {t.name: t.order for t in layout.tasks}
-    return sorted(targets.values(), key=lambda t: (order.get(t.task, 0), t.task, t.ordinal)), warnings
+    shown = [
+        dataclasses.replace(t, shown_phase=worker_phase_of(layout.job_phase, layout.stopped, t.phase))
+        for t in targets.values()
+    ]
+    return sorted(shown, key=lambda t: (order.get(t.task, 0), t.task, t.ordinal)), warnings
 
 
 def _chunks(

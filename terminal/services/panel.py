@@ -4,16 +4,20 @@ scripts, selectors from the database; the websocket then sends the runtime's liv
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
+from jobs.observe.state_words import state_labels
 from terminal.services import logs, transfer
 
 
-def log_strings() -> dict[str, str]:
-    """UI strings used by ``static/js/logs.js`` (upstream-rlark 8.4 wording)."""
+def log_strings() -> dict[str, Any]:
+    """UI strings used by ``static/js/logs.js`` (upstream-rlark 8.4 wording); ``states`` maps a Worker's shown
+    state to its word (``jobs.observe.state_words``: the Workers tab's words)."""
     return {
+        "states": state_labels(),
         "connecting": _("Connecting to worker logs"),
         "noLogs": _("No logs available"),
         "noMatch": _("No matching logs found."),

@@ -21,6 +21,9 @@ SINGLE = {
     "lang": ["rlark_console/language.py"],
     "_lang": [],  # no private copy of the language helper
     "_en": [],  # nor of its English-or-Chinese test: messages are rendered through the catalogs (language.translate)
+    # one word per state on every tab (the Logs picker once said "gone" where the Workers tab said "Completed")
+    "STATE_WORDS": ["jobs/observe/state_words.py"],
+    "COMPLETED": ["jobs/observe/state_words.py"],
 }
 
 

@@ -324,3 +324,14 @@ async def test_oversized_frames_are_dropped_not_typed(runtime, job, alice):
     assert "frame too large" in error["message"]
     assert await term.run("ls -A", "m1") == ""
     await term.comm.disconnect()
+
+
+async def test_a_finished_jobs_worker_says_the_job_has_finished(runtime, job, alice):
+    """The WebTerminal of a Worker whose job Succeeded names the job's phase, not "it may have been deleted"."""
+    from jobs.models import Job
+
+    await sync_to_async(lambda: Job.objects.filter(name="demo").update(phase="Succeeded"))()
+    runtime.delete_pod(NS, "demo-rollout-0")
+    closed = await (await _open(alice, "demo-rollout-0")).until_closed()
+    assert closed["code"] == 4404
+    assert closed["reason"] == "job demo has finished (phase Succeeded): Worker demo-rollout-0 no longer runs"
