@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 
 from jobs.control import log_archive
 from jobs.models import Job, Pod, Task
+from tests.browser.forked_asgi import forked_asgi_server
 from tests.browser.test_diagnosis_browser import _seed_cluster, login, set_lang
 from tests.clusters.test_local_runtime_support import SupervisorProcess, manifest, nodes_spec, wait_for
 from tests.conftest import screenshot_dir
@@ -134,24 +135,11 @@ def finished_job(tmp_path, settings, admin_user):
         sup.stop()
 
 
-def _asgi_app():
-    from launcher.asgi import application
-
-    return application
-
-
 @pytest.fixture
 def asgi_server(finished_job):
     """The console's ASGI app (pages and websockets) under daphne in a forked process on the test database."""
-    from daphne.testing import DaphneProcess
-
-    proc = DaphneProcess("127.0.0.1", _asgi_app)
-    proc.daemon = True
-    proc.start()
-    assert proc.ready.wait(30), "daphne did not start"
-    yield f"http://127.0.0.1:{proc.port.value}"
-    proc.terminate()
-    proc.join(10)
+    with forked_asgi_server() as url:
+        yield url
 
 
 @pytest.mark.parametrize("lang", ["zh-hans", "en"])
