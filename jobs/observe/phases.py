@@ -356,17 +356,22 @@ def job_phase(job: Job, tasks: list[Task], seen: JobTally, all_ready: bool) -> t
     )
 
 
+# The API server's words when a ResourceQuota refuses an object (``pods "x-0" is forbidden: exceeded quota: ...``)
+QUOTA_REFUSAL = "exceeded quota"
+
+
 def replica_failure_condition(
     conditions: list[dict], tasks: list[Task], seen: JobTally, down: dict[int, str], now: datetime
 ) -> list[dict]:
     """``ReplicaFailure`` (the condition a Kubernetes ReplicaSet sets when it cannot create Pods) True with the
     cluster's own message while it refuses to create a Task's Pods (reason ``QuotaExceeded`` for a ResourceQuota,
     else ``FailedCreate``; seed 05 "尚未出现 Worker"); False (``PodsCreated``) once no Task is refused; kept as it
-    was while one of the clusters is ``down`` (nothing new is known)."""
+    was while one of the clusters is ``down`` (nothing new is known). A stopped or finished job's is False with
+    reason ``NoPodsWanted`` (``aggregate``)."""
     refused = [(t, seen.tasks[t.pk].refused) for t in tasks if seen.tasks[t.pk].refused]
     if refused:
         task, message = refused[0]
-        reason = "QuotaExceeded" if "exceeded quota" in message else "FailedCreate"
+        reason = "QuotaExceeded" if QUOTA_REFUSAL in message else "FailedCreate"
         text = f"Role {task.display_role or task.template_name}: {message}"
         return set_condition(conditions, "ReplicaFailure", True, reason, text, now)
     if get_condition(conditions, "ReplicaFailure") and not any(t.cluster_id in down for t in tasks):
@@ -515,6 +520,8 @@ def aggregate(
             conditions = set_condition(conditions, "Succeeded", True, "RunScriptSucceeded", message, now)
         if phase == Phase.FAILED:
             conditions = set_condition(conditions, "Failed", True, seen.failures[0].reason, message, now)
+    elif (refusal := get_condition(conditions, "ReplicaFailure")) and refusal.get("status") == "True":
+        conditions = set_condition(conditions, "ReplicaFailure", False, "NoPodsWanted", "", now)  # stopped, ended
     conditions = cluster_reachable_condition(conditions, tasks, down, now)
     changes = task_changes(job, tasks, seen, phase, down)
     fields = job_fields(job, phase, message, conditions, now)

@@ -319,6 +319,8 @@ _MESSAGES = (
         re.compile(r"^The cluster refuses to create Pod (?P<pod>\S+): (?P<tail>.*)$", re.S),
         gettext_lazy("The cluster refuses to create Pod %(pod)s:"),
     ),
+    # jobs.observe.phases.replica_failure_condition: the role, then the cluster's refusal as it is
+    (re.compile(r"^Role (?P<role>[^:]+): (?P<tail>.+)$", re.S), gettext_lazy("Role %(role)s:")),
     (
         re.compile(r"^Waiting for Pod (?P<pod>\S+) to be created$"),
         gettext_lazy("Waiting for Pod %(pod)s to be created"),

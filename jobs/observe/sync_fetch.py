@@ -271,12 +271,19 @@ def _list(
 
 
 def _read_refusals(
-    runtime: Runtime, namespace: str, tasks: dict[str, TaskSnap], by_name: dict[str, list[PodInfo]], result
+    runtime: Runtime,
+    namespace: str,
+    tasks: dict[str, TaskSnap],
+    by_name: dict[str, list[PodInfo]],
+    result: ClusterResult,
 ) -> None:
     """For the Tasks of running jobs with fewer Pods than replicas, the cluster's reason for not creating them:
     the newest ``FailedCreate`` Warning event of the Task's StatefulSet (the StatefulSet controller's, e.g. a
-    ResourceQuota's ``exceeded quota`` refusal from the API server), into ``result.refusals`` (task id -> message).
-    One call per namespace, and only then; a cluster that cannot list events adds nothing (the Pods still sync)."""
+    ResourceQuota's ``exceeded quota`` refusal from the API server), into ``result.refusals`` (task id -> message,
+    at most 2,000 characters). The reader is the one the Diagnosis's pending reasons use
+    (``Runtime.warning_events``, one bounded list call per namespace, and only then). An event older than the job's
+    current start (``TaskSnap.started_at``) is of an earlier run and is ignored. A cluster that cannot list events
+    adds nothing (the Pods still sync)."""
     short = [name for name, snap in tasks.items() if snap.active and len(by_name.get(name, [])) < snap.replicas]
     if not short:
         return
@@ -286,7 +293,9 @@ def _read_refusals(
     except (RuntimeFailure, OSError, NotImplementedError):
         return
     for name in short:
-        refused = next((e for e in events.get(name, []) if e.reason == "FailedCreate" and e.message), None)
+        since = tasks[name].started_at
+        found = (e for e in events.get(name, []) if e.reason == "FailedCreate" and e.message)
+        refused = next((e for e in found if not stale(since, e.last_time)), None)
         if refused is not None:
             result.refusals[tasks[name].task_id] = refused.message[:2000]
 
