@@ -40,7 +40,7 @@ from rlark_console.language import translate
 
 UNSCHEDULABLE_RE = re.compile(r"Unschedulable|FailedScheduling|nodes? (are|is) available|didn't match|Insufficient")
 PVC_RE = re.compile(
-    r"persistentvolumeclaim \"(?P<missing>[^\"]+)\" not found"
+    r"persistentvolumeclaim \"(?P<missing>[^\"]+)\" (?:not found|is being deleted)"
     r"|pod has unbound immediate PersistentVolumeClaims"
     r"|PersistentVolumeClaim (?P<name2>\S+) (is )?not (?P<how>bound|found)"
     r"|unbound PersistentVolumeClaim",
@@ -264,7 +264,8 @@ def _scheduler_message(pod: PodView) -> str:
 @dataclass(frozen=True)
 class ClaimBlock:
     """A Pod held back by a volume claim: ``name`` as the scheduler states it ("" when it names none) and whether
-    the claim is ``missing`` (``persistentvolumeclaim "x" not found``) rather than unbound."""
+    the claim is ``missing`` (``persistentvolumeclaim "x" not found`` or ``... is being deleted``) rather than
+    unbound."""
 
     name: str
     missing: bool

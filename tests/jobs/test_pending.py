@@ -116,6 +116,19 @@ def test_missing_claim_is_named_and_its_old_storage_class_events_are_not_blamed(
     assert "pvc-demo-actor-data" in zh and "不存在" in zh and "StorageClass" not in zh
 
 
+def test_a_claim_being_deleted_is_a_missing_claim():
+    pod = PodView(
+        "demo-actor-0",
+        reason="Unschedulable",
+        message='0/6 nodes are available: persistentvolumeclaim "pvc-demo-actor-data" is being deleted. not found',
+        events=[{"reason": "FailedScheduling", "message": "pod has unbound immediate PersistentVolumeClaims"}],
+    )
+    old = [{"reason": "ProvisioningFailed", "message": 'storageclass.storage.k8s.io "fast" not found'}]
+    (reason,) = pending_reasons([role([pod], claims={"pvc-demo-actor-data": old})], NODES)["Actor"]
+    assert "pvc-demo-actor-data" in reason.message("en") and "does not exist" in reason.message("en")
+    assert "fast" not in reason.message("en")
+
+
 def test_unnamed_unbound_claim_names_the_templates_claims_not_a_question_mark():
     pod = PodView(
         "demo-actor-0",
