@@ -34,7 +34,7 @@ from clusters.runtime.registry import get_runtime
 from clusters.selectors import matches, template_selector
 from jobs.jobspec.layout import main_container
 from jobs.observe.log_markers import LogScan, scan_log
-from jobs.observe.phases import QUOTA_REFUSAL
+from jobs.observe.phases import QUOTA_REFUSAL, stored_refusal
 from jobs.observe.worker_logs import read_logs
 from rlark_console.language import translate
 
@@ -395,7 +395,8 @@ def role_inputs(
 
     ``tasks``: the job's Tasks with ``cluster`` and ``pods`` loaded, when the caller has them; ``scans``: Pod name
     -> the stored scan of its log (the Diagnosis tab's, ``jobs.observe.log_scans``); without them the needed
-    logs are read together and scanned."""
+    logs are read together and scanned. ``with_logs`` False (the overview) asks the cluster nothing: a refusal to
+    create Pods is the one the sync stored (``phases.stored_refusal``)."""
 
     templates = {str(t.get("name")): t for t in job.spec_section.get("tasks") or [] if isinstance(t, dict)}
     if tasks is None:
@@ -438,6 +439,8 @@ def role_inputs(
         )
         if with_logs:
             _add_workload_events(task, template, role)
+        elif refused := stored_refusal(task):  # a page without cluster calls: the refusal the sync stored
+            role.workload_events = [{"reason": "FailedCreate", "message": refused}]
         out.append(role)
     return out
 

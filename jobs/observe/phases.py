@@ -22,6 +22,7 @@ that was lost while the job ran). Conditions are the Kubernetes-style list of ``
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -215,6 +216,16 @@ def image_pull_problem(row: Pod) -> str | None:
     if state.get("state") == "waiting" and state.get("reason") in IMAGE_PULL_REASONS:
         return f"{row.name}: {state.get('reason')}: {state.get('message') or ''}".strip().rstrip(":")
     return None
+
+
+REFUSED_SENTENCE = re.compile(r"^The cluster refuses to create Pod (?P<pod>\S+): (?P<message>.+)$", re.S)
+
+
+def stored_refusal(task: Task) -> str:
+    """The cluster's refusal that the last sync stored in ``task.message`` (:func:`pending_reason`'s sentence), ""
+    when there is none: what a page shows without asking the cluster again."""
+    m = REFUSED_SENTENCE.match(task.message or "")
+    return m.group("message") if m else ""
 
 
 def pending_reason(task: Task, pods: list[Pod], refused: str = "") -> str:

@@ -96,15 +96,28 @@ def test_quota_refusal_is_a_condition_and_the_jobs_message_until_the_pod_exists(
         ]
     )
     words = {
-        "en": ("The cluster refuses to create Pod refused-header-0:", "Pods refused by the cluster", "Role header:"),
-        "zh-hans": ("集群拒绝创建 Pod refused-header-0：", "集群拒绝创建 Pod", "角色 header："),
+        "en": (
+            "The cluster refuses to create Pod refused-header-0:",
+            "Pods refused by the cluster",
+            "Role header:",
+            "the namespace's ResourceQuota is used up",
+        ),
+        "zh-hans": (
+            "集群拒绝创建 Pod refused-header-0：",
+            "集群拒绝创建 Pod",
+            "角色 header：",
+            "资源配额（ResourceQuota）已用尽",
+        ),
     }
-    for lang, (message, label, role) in words.items():
+    for lang, (message, label, role, why) in words.items():
         page.context.add_cookies(
             [{"name": django_settings.LANGUAGE_COOKIE_NAME, "value": lang, "url": live_server.url}]
         )
         page.goto(live_server.url + reverse("jobs:detail", args=["refused"]))
         expect(page.locator("body")).to_contain_text(message)
+        why_pending = page.locator('[data-testid="pending-reasons"]')
+        expect(why_pending).to_contain_text(why)  # the overview asks the cluster nothing: the sync's refusal
+        expect(why_pending).to_contain_text("exceeded quota: team")
         row = page.locator('[data-testid="conditions"] tr', has=page.locator('[data-type="ReplicaFailure"]'))
         expect(row).to_contain_text(label)
         expect(row).to_contain_text(role)
