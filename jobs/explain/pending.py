@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.utils.translation import gettext_noop
@@ -35,6 +36,7 @@ from clusters.selectors import matches, template_selector
 from jobs.jobspec.layout import main_container
 from jobs.observe.log_markers import LogScan, scan_log
 from jobs.observe.phases import QUOTA_REFUSAL, stored_refusal
+from jobs.observe.sync_fetch import stale
 from jobs.observe.worker_logs import read_logs
 from rlark_console.language import translate
 
@@ -438,7 +440,7 @@ def role_inputs(
             claim_names=_claims_of(template),
         )
         if with_logs:
-            _add_workload_events(task, template, role)
+            _add_workload_events(task, template, role, job.started_at)
         elif refused := stored_refusal(task):  # a page without cluster calls: the refusal the sync stored
             role.workload_events = [{"reason": "FailedCreate", "message": refused}]
         out.append(role)
@@ -457,9 +459,11 @@ def _claims_of(template: dict) -> list[str]:
     ]
 
 
-def _add_workload_events(task, template: dict, role: RoleInput) -> None:
+def _add_workload_events(task, template: dict, role: RoleInput, started_at: datetime | None = None) -> None:
     """Ask the runtime for the Warning events that explain a role without Pods (its StatefulSet) or with an
-    unbound claim (its PVCs); only then, so a healthy job costs no call. An unreachable cluster adds nothing."""
+    unbound claim (its PVCs); only then, so a healthy job costs no call. A StatefulSet event from before the job's
+    current start (``started_at``) is of an earlier run and is left out, as the status sync does
+    (``sync_fetch.stale``). An unreachable cluster adds nothing."""
     missing_pod = len(role.pods) < role.replicas
     claims = role.claim_names
     unbound = any((b := _pvc(p)) is not None and not b.missing for p in role.pods)
@@ -470,6 +474,7 @@ def _add_workload_events(task, template: dict, role: RoleInput) -> None:
         namespace = task.cluster.namespace
         if missing_pod:
             events = runtime.warning_events(namespace, "StatefulSet", [task.name]).get(task.name, [])
+            events = [e for e in events if not stale(started_at, e.last_time)]  # as the sync: this run's only
             role.workload_events = [{"reason": e.reason, "message": e.message} for e in events]
         if claims and unbound:
             found = runtime.warning_events(namespace, "PersistentVolumeClaim", claims)
