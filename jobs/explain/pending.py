@@ -68,8 +68,8 @@ MESSAGES: dict[str, str] = {
     "no_node": gettext_noop("No online, schedulable node matches selector {selector}. "),
     "pvc_missing": gettext_noop(
         "Job {job}, role {role}: the volume claim {pvc} of Worker {pod} does not exist in the cluster (it was deleted"
-        " or not created yet). Stop and start the job so that the console creates it again, or ask an administrator"
-        " who removed it."
+        " or not created yet). Ask an administrator why it was removed; one Restart of the job then creates it"
+        " again."
     ),
     "pvc_unbound": gettext_noop(
         "Job {job}, role {role}: the volume claim {pvc} of Worker {pod} is not bound. Check that the PVC can be"

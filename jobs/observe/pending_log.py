@@ -2,7 +2,9 @@
 (``terminal.services.logs.empty_state``: state ``pending``), instead of answering an empty log.
 
 The REST API (``GET /api/v1/jobs/{name}/logs/?pod=``) turns :class:`WorkerPending` into ``409`` with the same
-sentence (seed 02 "日志": the Logs tab's states), so a client tells "not started" from "started, wrote nothing".
+sentence, so a client tells "not started" from "started, wrote nothing" (``02-confirm-job-running.txt``, 日志限制:
+without a log the Logs area shows a text notice; ``05-troubleshooting-jobs-workers.txt``: 长时间 Pending，尚无 Pod
+日志).
 """
 
 from __future__ import annotations
