@@ -9,8 +9,10 @@
 
 Answers ``text/plain; charset=utf-8``; 404 for a job the user may not see (``jobs.policy``),
 for a Pod that is not one of the job's Workers, or for a log that does not exist (any more);
-400 for a bad ``tail``; 503 when the runtime cannot be reached. Once a job is stopped or has
-finished, the full log kept by the log archive (jobs.control.log_archive) is served.
+409 with the Logs tab's sentence (``Pod <pod> is Pending; no logs yet.``, in the request's language) and the header
+``X-Log-State: pending`` for a Worker whose Pod is still Pending (``jobs.observe.pending_log``), so that a client
+tells it from an empty log (200 with no text); 400 for a bad ``tail``; 503 when the runtime cannot be reached.
+Once a job is stopped or has finished, the full log kept by the log archive (jobs.control.log_archive) is served.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from clusters.runtime.base import PodNotFound, RuntimeFailure
 from jobs import policy
 from jobs.models import Pod
 from jobs.observe import ray_logs
-from jobs.observe.status import DEFAULT_TAIL, MAX_TAIL, read_worker_log, worker_rows
+from jobs.observe.pending_log import WorkerPending, read_current_log
+from jobs.observe.status import DEFAULT_TAIL, MAX_TAIL, worker_rows
 from rlark_console import ansi
 from rlark_console.db_threads import release_connections
 
@@ -43,7 +46,7 @@ class JobLogsView(APIView):
             OpenApiParameter("previous", bool, description="the previous container instance"),
             OpenApiParameter("ansi", str, enum=["raw", "strip"], description="strip: without ANSI escape codes"),
         ],
-        responses={(200, "text/plain"): OpenApiTypes.STR},
+        responses={(200, "text/plain"): OpenApiTypes.STR, (409, "text/plain"): OpenApiTypes.STR},
     )
     def get(self, request, name: str):
         job = policy.get_job_for(request.user, name)
@@ -69,8 +72,12 @@ class JobLogsView(APIView):
                 return _text("this job has no Workers yet\n", 404)
             pod = head["name"]
         try:
-            text = read_worker_log(job, pod, tail=tail, previous=previous)
+            text = read_current_log(job, pod, tail=tail, previous=previous)
             return _text(ansi.strip_text(text) if mode == "strip" else text)
+        except WorkerPending as exc:
+            response = _text(f"{exc.message()}\n", 409)
+            response["X-Log-State"] = "pending"
+            return response
         except Pod.DoesNotExist:
             return _text(f"worker {pod} is not part of job {job.name}\n", 404)
         except PodNotFound as exc:

@@ -7,7 +7,9 @@ the order seed 05 asks to check them:
 - ``unschedulable``: the scheduler's own message, plus the blocking resource (``nvidia.com/gpu need 8, free 3``):
   taken from the message when the runtime states it, otherwise computed from the free resources
   (allocatable - used) of the online, schedulable nodes matching the role's ``nodeSelector``;
-- ``pvc_unbound``: a PersistentVolumeClaim not found / not bound (names the claim);
+- ``pvc_unbound``: a PersistentVolumeClaim not bound (names the claim: the scheduler's, else the role's claims);
+  one that does not exist (deleted, or not created yet) is said so and never blamed on its StorageClass (the events
+  of a deleted claim are not about the claim the console creates again);
 - ``image_pull``: ``ErrImagePull`` / ``ImagePullBackOff`` ... from the container state or the Pod events;
 - ``prepare_running``: the log reached ``Executing prepare script...`` but no later wrapper marker yet.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.utils.translation import gettext_noop
@@ -32,17 +35,20 @@ from clusters.runtime.registry import get_runtime
 from clusters.selectors import matches, template_selector
 from jobs.jobspec.layout import main_container
 from jobs.observe.log_markers import LogScan, scan_log
+from jobs.observe.phases import QUOTA_REFUSAL, stored_refusal
+from jobs.observe.sync_fetch import stale
 from jobs.observe.worker_logs import read_logs
 from rlark_console.language import translate
 
 UNSCHEDULABLE_RE = re.compile(r"Unschedulable|FailedScheduling|nodes? (are|is) available|didn't match|Insufficient")
 PVC_RE = re.compile(
-    r"persistentvolumeclaim \"(?P<name>[^\"]+)\" not found"
+    r"persistentvolumeclaim \"(?P<missing>[^\"]+)\" (?:not found|is being deleted)"
     r"|pod has unbound immediate PersistentVolumeClaims"
-    r"|PersistentVolumeClaim (?P<name2>\S+) (is )?not (bound|found)"
+    r"|PersistentVolumeClaim (?P<name2>\S+) (is )?not (?P<how>bound|found)"
     r"|unbound PersistentVolumeClaim",
     re.IGNORECASE,
 )
+MAX_NAMED_CLAIMS = 5  # claims named in one reason when the scheduler names none
 NEED_FREE_RE = re.compile(r"(?P<res>[\w./-]+) need (?P<need>[\d.]+), free (?P<free>[\d.]+)")
 INSUFFICIENT_RE = re.compile(r"Insufficient (?P<res>[\w./-]+)")
 
@@ -60,6 +66,11 @@ MESSAGES: dict[str, str] = {
         "Every node matching selector {selector} is cordoned ({nodes}): uncordon one or change the selector. "
     ),
     "no_node": gettext_noop("No online, schedulable node matches selector {selector}. "),
+    "pvc_missing": gettext_noop(
+        "Job {job}, role {role}: the volume claim {pvc} of Worker {pod} does not exist in the cluster (it was deleted"
+        " or not created yet). Ask an administrator why it was removed; one Restart of the job then creates it"
+        " again."
+    ),
     "pvc_unbound": gettext_noop(
         "Job {job}, role {role}: the volume claim {pvc} of Worker {pod} is not bound. Check that the PVC can be"
         " created and mounted through the chosen StorageClass."
@@ -144,6 +155,9 @@ class RoleInput:
     # (``ProvisioningFailed``), newest first: ``[{"reason", "message"}]`` / ``{claim: [{"reason", "message"}]}``
     workload_events: list[dict[str, Any]] = field(default_factory=list)
     claims: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # the claim names its Pod template mounts (from the stored spec: no runtime call), named when the scheduler
+    # says only "unbound immediate PersistentVolumeClaims"
+    claim_names: list[str] = field(default_factory=list)
 
 
 STORAGE_CLASS_RE = re.compile(r'storageclass\.storage\.k8s\.io "(?P<sc>[^"]+)" not found')
@@ -154,14 +168,14 @@ def _create_refusal(role: RoleInput) -> tuple[str, str] | None:
     for e in role.workload_events:
         if str(e.get("reason")) == "FailedCreate" and e.get("message"):
             message = str(e["message"])
-            return ("quota_exceeded" if "exceeded quota" in message else "create_failed"), message
+            return ("quota_exceeded" if QUOTA_REFUSAL in message else "create_failed"), message
     return None
 
 
 def _claim_problem(role: RoleInput, pvc: str) -> tuple[str, dict[str, str]] | None:
     """``(code, params)`` from the Warning events of the claim ``pvc`` (or of any claim of the role when the
-    scheduler did not name it)."""
-    names = [pvc] if pvc in role.claims else sorted(role.claims)
+    scheduler did not name it: ``pvc`` ""); a named claim is never blamed on another claim's events."""
+    names = [pvc] if pvc else sorted(role.claims)
     for name in names:
         for e in role.claims.get(name) or []:
             message = str(e.get("message") or "")
@@ -176,7 +190,8 @@ def _claim_problem(role: RoleInput, pvc: str) -> tuple[str, dict[str, str]] | No
 class PendingReason:
     """One reason. ``code`` in ``no_pod|quota_exceeded|create_failed|unschedulable|pvc_unbound|
     storage_class_not_found|pvc_provisioning_failed|image_pull|prepare_running|starting``;
-    ``resource`` e.g. ``nvidia.com/gpu need 8, free 3`` (unschedulable only, "" when unknown)."""
+    ``resource`` e.g. ``nvidia.com/gpu need 8, free 3`` (unschedulable only, "" when unknown); ``pvc_unbound`` with
+    ``params["missing"]`` True says that the claim does not exist (message ``pvc_missing``)."""
 
     code: str
     role: str
@@ -197,7 +212,8 @@ class PendingReason:
                 params["blocking"] = _msg("no_node", lang, selector=params.get("selector", ""))
             else:
                 params["blocking"] = ""
-        return _msg(self.code, lang, role=self.role, pod=self.pod, **params)
+        key = "pvc_missing" if self.code == "pvc_unbound" and params.get("missing") else self.code
+        return _msg(key, lang, role=self.role, pod=self.pod, **params)
 
     def to_dict(self, lang: str = "zh-hans") -> dict[str, Any]:
         return {
@@ -247,13 +263,36 @@ def _scheduler_message(pod: PodView) -> str:
     return pod.message or pod.reason
 
 
-def _pvc(pod: PodView) -> str | None:
+@dataclass(frozen=True)
+class ClaimBlock:
+    """A Pod held back by a volume claim: ``name`` as the scheduler states it ("" when it names none) and whether
+    the claim is ``missing`` (``persistentvolumeclaim "x" not found`` or ``... is being deleted``) rather than
+    unbound."""
+
+    name: str
+    missing: bool
+
+
+def _pvc(pod: PodView) -> ClaimBlock | None:
+    """The claim that holds ``pod`` back, from its own message first, then its events (newest last, as stored);
+    None when no claim does."""
     texts = [pod.message or ""] + [str(e.get("message") or "") for e in pod.events or []]
     for text in texts:
         m = PVC_RE.search(text)
         if m:
-            return m.group("name") or m.group("name2") or "?"
+            if m.group("missing"):
+                return ClaimBlock(m.group("missing"), True)
+            return ClaimBlock(m.group("name2") or "", (m.group("how") or "").lower() == "found")
     return None
+
+
+def _claim_label(block: ClaimBlock, role: RoleInput) -> str:
+    """The claim(s) to name: the scheduler's, else those of the role's Pod template (at most
+    :data:`MAX_NAMED_CLAIMS`), else ``?`` (a template without claims: nothing to name)."""
+    if block.name:
+        return block.name
+    names = role.claim_names[:MAX_NAMED_CLAIMS]
+    return ", ".join(names) + (", …" if len(role.claim_names) > MAX_NAMED_CLAIMS else "") if names else "?"
 
 
 def role_reasons(role: RoleInput, nodes: list[NodeView]) -> list[PendingReason]:
@@ -275,13 +314,15 @@ def role_reasons(role: RoleInput, nodes: list[NodeView]) -> list[PendingReason]:
         running = pod.phase == "Running" and state.get("state") in ("running", None, "")
         if pod.phase in ("Succeeded", "Failed"):
             continue
-        pvc = _pvc(pod)
-        if pvc is not None:
-            problem = _claim_problem(role, pvc)
+        block = _pvc(pod)
+        if block is not None:
+            pvc = _claim_label(block, role)
+            problem = None if block.missing else _claim_problem(role, block.name)
             if problem is not None:
                 out.append(PendingReason(problem[0], role.role, name, {**base, **problem[1]}))
             else:
-                out.append(PendingReason("pvc_unbound", role.role, name, {**base, "pvc": pvc}))
+                params = {**base, "pvc": pvc, "missing": block.missing}
+                out.append(PendingReason("pvc_unbound", role.role, name, params))
             continue
         if pod.phase == "Pending" and _is_unschedulable(pod):
             message = _scheduler_message(pod)
@@ -356,7 +397,8 @@ def role_inputs(
 
     ``tasks``: the job's Tasks with ``cluster`` and ``pods`` loaded, when the caller has them; ``scans``: Pod name
     -> the stored scan of its log (the Diagnosis tab's, ``jobs.observe.log_scans``); without them the needed
-    logs are read together and scanned."""
+    logs are read together and scanned. ``with_logs`` False (the overview) asks the cluster nothing: a refusal to
+    create Pods is the one the sync stored (``phases.stored_refusal``)."""
 
     templates = {str(t.get("name")): t for t in job.spec_section.get("tasks") or [] if isinstance(t, dict)}
     if tasks is None:
@@ -395,9 +437,12 @@ def role_inputs(
             requests=_requests_of(template),
             selector=template_selector(template),
             pods=pods,
+            claim_names=_claims_of(template),
         )
         if with_logs:
-            _add_workload_events(task, template, role)
+            _add_workload_events(task, template, role, job.started_at)
+        elif refused := stored_refusal(task):  # a page without cluster calls: the refusal the sync stored
+            role.workload_events = [{"reason": "FailedCreate", "message": refused}]
         out.append(role)
     return out
 
@@ -414,12 +459,14 @@ def _claims_of(template: dict) -> list[str]:
     ]
 
 
-def _add_workload_events(task, template: dict, role: RoleInput) -> None:
+def _add_workload_events(task, template: dict, role: RoleInput, started_at: datetime | None = None) -> None:
     """Ask the runtime for the Warning events that explain a role without Pods (its StatefulSet) or with an
-    unbound claim (its PVCs); only then, so a healthy job costs no call. An unreachable cluster adds nothing."""
+    unbound claim (its PVCs); only then, so a healthy job costs no call. A StatefulSet event from before the job's
+    current start (``started_at``) is of an earlier run and is left out, as the status sync does
+    (``sync_fetch.stale``). An unreachable cluster adds nothing."""
     missing_pod = len(role.pods) < role.replicas
-    claims = _claims_of(template)
-    unbound = any(_pvc(p) is not None for p in role.pods)
+    claims = role.claim_names
+    unbound = any((b := _pvc(p)) is not None and not b.missing for p in role.pods)
     if not (missing_pod or (claims and unbound)):
         return
     try:
@@ -427,6 +474,7 @@ def _add_workload_events(task, template: dict, role: RoleInput) -> None:
         namespace = task.cluster.namespace
         if missing_pod:
             events = runtime.warning_events(namespace, "StatefulSet", [task.name]).get(task.name, [])
+            events = [e for e in events if not stale(started_at, e.last_time)]  # as the sync: this run's only
             role.workload_events = [{"reason": e.reason, "message": e.message} for e in events]
         if claims and unbound:
             found = runtime.warning_events(namespace, "PersistentVolumeClaim", claims)

@@ -23,6 +23,7 @@ TYPE_LABELS = {
     "ClusterReachable": _("Cluster reachable"),
     "RayNodesJoined": _("Ray nodes joined"),
     "RLinfWaiting": _("RLinf waiting for nodes"),
+    "ReplicaFailure": _("Pods refused by the cluster"),
 }
 STATUS_LABELS = {
     "True": pgettext_lazy("condition status", "True"),

@@ -22,6 +22,7 @@ that was lost while the job ran). Conditions are the Kubernetes-style list of ``
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -217,13 +218,26 @@ def image_pull_problem(row: Pod) -> str | None:
     return None
 
 
-def pending_reason(task: Task, pods: list[Pod]) -> str:
+REFUSED_SENTENCE = re.compile(r"^The cluster refuses to create Pod (?P<pod>\S+): (?P<message>.+)$", re.S)
+
+
+def stored_refusal(task: Task) -> str:
+    """The cluster's refusal that the last sync stored in ``task.message`` (:func:`pending_reason`'s sentence), ""
+    when there is none: what a page shows without asking the cluster again."""
+    m = REFUSED_SENTENCE.match(task.message or "")
+    return m.group("message") if m else ""
+
+
+def pending_reason(task: Task, pods: list[Pod], refused: str = "") -> str:
     """The first thing blocking a Task's Workers, in ordinal order (peers 3.4 P1: a Pending job names what blocks
-    it): a Pod not created yet, else the container's or the Pod's reason, else the last Warning event; "" when
-    every Worker runs."""
+    it): a Pod not created yet (with the cluster's own message when it ``refused`` to create it, e.g. a
+    ResourceQuota's), else the container's or the Pod's reason, else the last Warning event; "" when every Worker
+    runs."""
     by_ordinal = {p.ordinal: p for p in pods}
     for ordinal in range(task.replicas):
         pod = by_ordinal.get(ordinal)
+        if pod is None and refused:
+            return f"The cluster refuses to create Pod {task.name}-{ordinal}: {refused}"
         if pod is None:
             return f"Waiting for Pod {task.name}-{ordinal} to be created"
         if pod.phase == "Running" and (pod.container_state or {}).get("state") == "running":
@@ -247,12 +261,13 @@ def pending_reason(task: Task, pods: list[Pod]) -> str:
 class TaskTally:
     """One Task's Pods of the current attempt: ``pods``, ``ready`` (count), its Workers' ``failures`` and the
     ``values`` to store on the Task (``ready_replicas``, ``observed_nodes``; or only ``message`` when its cluster
-    is down)."""
+    is down), and the cluster's message when it ``refused`` to create the Task's missing Pods."""
 
     pods: list[Pod]
     ready: int
     failures: list[Failure]
     values: dict[str, Any]
+    refused: str = ""
 
 
 @dataclasses.dataclass
@@ -340,12 +355,39 @@ def job_phase(job: Job, tasks: list[Task], seen: JobTally, all_ready: bool) -> t
     if all_ready:
         return Phase.PENDING, "All Workers started; waiting for the Ray cluster to form"
     blocking = next(
-        (pending_reason(t, seen.tasks[t.pk].pods) for t in tasks if seen.tasks[t.pk].ready < t.replicas),
+        (
+            pending_reason(t, seen.tasks[t.pk].pods, seen.tasks[t.pk].refused)
+            for t in tasks
+            if seen.tasks[t.pk].ready < t.replicas
+        ),
         "",
     )
     return Phase.PENDING, f"Waiting for Workers: {seen.ready_total}/{seen.desired_total} ready" + (
         f" ({blocking})" if blocking else ""
     )
+
+
+# The API server's words when a ResourceQuota refuses an object (``pods "x-0" is forbidden: exceeded quota: ...``)
+QUOTA_REFUSAL = "exceeded quota"
+
+
+def replica_failure_condition(
+    conditions: list[dict], tasks: list[Task], seen: JobTally, down: dict[int, str], now: datetime
+) -> list[dict]:
+    """``ReplicaFailure`` (the condition a Kubernetes ReplicaSet sets when it cannot create Pods) True with the
+    cluster's own message while it refuses to create a Task's Pods (reason ``QuotaExceeded`` for a ResourceQuota,
+    else ``FailedCreate``; seed 05 "尚未出现 Worker"); False (``PodsCreated``) once no Task is refused; kept as it
+    was while one of the clusters is ``down`` (nothing new is known). A stopped or finished job's is False with
+    reason ``NoPodsWanted`` (``aggregate``)."""
+    refused = [(t, seen.tasks[t.pk].refused) for t in tasks if seen.tasks[t.pk].refused]
+    if refused:
+        task, message = refused[0]
+        reason = "QuotaExceeded" if QUOTA_REFUSAL in message else "FailedCreate"
+        text = f"Role {task.display_role or task.template_name}: {message}"
+        return set_condition(conditions, "ReplicaFailure", True, reason, text, now)
+    if get_condition(conditions, "ReplicaFailure") and not any(t.cluster_id in down for t in tasks):
+        return set_condition(conditions, "ReplicaFailure", False, "PodsCreated", "", now)
+    return conditions
 
 
 def workers_ready_condition(conditions: list[dict], seen: JobTally, all_ready: bool, now: datetime) -> list[dict]:
@@ -412,7 +454,7 @@ def task_phase(task: Task, counted: TaskTally, job: Job, phase: str, failed_task
         return {"phase": task.phase if failed else Phase.STOPPED, "message": task.message if failed else ""}
     if counted.ready >= task.replicas and task.replicas > 0:
         return {"phase": Phase.RUNNING, "message": ""}
-    return {"phase": Phase.PENDING, "message": pending_reason(task, counted.pods)}
+    return {"phase": Phase.PENDING, "message": pending_reason(task, counted.pods, counted.refused)}
 
 
 def task_changes(
@@ -451,15 +493,24 @@ def job_fields(job: Job, phase: str, message: str, conditions: list[dict], now: 
 
 
 def aggregate(
-    job: Job, tasks: list[Task], rows: dict[int, dict[str, Pod]], down: dict[int, str], now: datetime
+    job: Job,
+    tasks: list[Task],
+    rows: dict[int, dict[str, Pod]],
+    down: dict[int, str],
+    now: datetime,
+    refusals: dict[int, str] | None = None,
 ) -> tuple[dict[int, dict[str, Any]], dict[str, Any], bool]:
     """Recompute Task and Job status from the Pod rows (nothing is written).
 
-    ``rows``: Task id -> Pod name -> row; ``down``: cluster id -> reason (its Tasks keep their last known state).
+    ``rows``: Task id -> Pod name -> row; ``down``: cluster id -> reason (its Tasks keep their last known state);
+    ``refusals``: Task id -> the cluster's message for refusing to create its Pods (``ReplicaFailure``).
     Returns ``(task id -> changed fields, changed Job fields, terminal_now)``; ``terminal_now`` is True when
     the job just reached Succeeded/Failed (the caller then archives logs and scales it down). A stopped or finished
     job keeps its phase and message (upstream-rlark 6.1: Succeeded and Failed are terminal)."""
     seen = tally(job, tasks, rows, down)
+    for task in tasks:
+        if task.cluster_id not in down:
+            seen.tasks[task.pk].refused = (refusals or {}).get(task.pk, "")
     conditions = image_pull_condition(list(job.conditions or []), seen, now)
     head_task = next((t for t in tasks if t.head), None)
     if head_task is None:
@@ -473,12 +524,15 @@ def aggregate(
             seen.failures.append(Failure("StartTimeout", late, "", "", False))
         phase, message = job_phase(job, tasks, seen, all_ready)
         conditions = workers_ready_condition(conditions, seen, all_ready, now)
+        conditions = replica_failure_condition(conditions, tasks, seen, down, now)
         if seen.ray_ready is not None and head_task is not None:
             conditions = ray_ready_condition(conditions, seen, now)
         if phase == Phase.SUCCEEDED:
             conditions = set_condition(conditions, "Succeeded", True, "RunScriptSucceeded", message, now)
         if phase == Phase.FAILED:
             conditions = set_condition(conditions, "Failed", True, seen.failures[0].reason, message, now)
+    elif (refusal := get_condition(conditions, "ReplicaFailure")) and refusal.get("status") == "True":
+        conditions = set_condition(conditions, "ReplicaFailure", False, "NoPodsWanted", "", now)  # stopped, ended
     conditions = cluster_reachable_condition(conditions, tasks, down, now)
     changes = task_changes(job, tasks, seen, phase, down)
     fields = job_fields(job, phase, message, conditions, now)

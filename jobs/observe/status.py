@@ -315,6 +315,17 @@ _MESSAGES = (
         gettext_lazy("%(kind)s %(pod)s (role %(role)s): container main restarted %(n)s times"),
     ),
     (re.compile(r"^Image cannot be pulled: (?P<tail>.*)$", re.S), gettext_lazy("The image cannot be pulled:")),
+    # jobs.observe.phases.pending_reason: the API server's own refusal (a ResourceQuota's) is quoted as it is
+    (
+        re.compile(r"^The cluster refuses to create Pod (?P<pod>\S+): (?P<tail>.*)$", re.S),
+        gettext_lazy("The cluster refuses to create Pod %(pod)s:"),
+    ),
+    # jobs.observe.phases.replica_failure_condition: the role, then the cluster's refusal as it is
+    (re.compile(r"^Role (?P<role>[^:]+): (?P<tail>.+)$", re.S), gettext_lazy("Role %(role)s:")),
+    (
+        re.compile(r"^Waiting for Pod (?P<pod>\S+) to be created$"),
+        gettext_lazy("Waiting for Pod %(pod)s to be created"),
+    ),
     (
         re.compile(r"^The header has not logged 'Ray cluster is ready' yet$"),
         gettext_lazy("The Header has not logged 'Ray cluster is ready' yet"),
@@ -356,8 +367,8 @@ def localized_message(message: str) -> str:
             if params.get("detail"):  # what blocks the Workers: a sentence of its own, or Kubernetes' words
                 params["detail"] = localized_message(params["detail"])
             text = str(template) % params
-            if params.get("detail"):
-                text += f" ({params['detail']})"
+            if params.get("detail"):  # one of these sentences too (``pending_reason``), or the runtime's words
+                text += f" ({localized_message(params['detail'])})"
             if params.get("tail"):
                 tail = _localized_tail(params["tail"])
                 glue = "" if tail[:1] in ";:,. ；，（" or text.endswith("：") else " "

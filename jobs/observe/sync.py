@@ -158,6 +158,7 @@ class _Answers:
     observed: dict[int, dict[str, list[PodInfo]]] = dataclasses.field(default_factory=lambda: defaultdict(dict))
     signals: dict[tuple[int, str], dict[str, Any]] = dataclasses.field(default_factory=dict)
     pod_metrics: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    refusals: dict[int, str] = dataclasses.field(default_factory=dict)  # task id -> why its Pods are not created
     stats: dict[str, Any] = dataclasses.field(default_factory=lambda: {"calls": 0, "log_reads": 0})
 
 
@@ -175,7 +176,13 @@ def _sync(clusters: list[Cluster], jobs: list[Job], node_sync: bool, force: bool
     answers = _take_answers(cycle, results)
     changing = jobs if force else _changing_jobs(cycle, answers)
     changed = observe_jobs(
-        changing, answers.observed, cycle.down, answers.signals, tasks_by_job=cycle.tasks_by_job, rows=cycle.rows
+        changing,
+        answers.observed,
+        cycle.down,
+        answers.signals,
+        tasks_by_job=cycle.tasks_by_job,
+        rows=cycle.rows,
+        refusals=answers.refusals,
     )
     stats = answers.stats
     stats["steady_jobs"] = len(jobs) - len(changing)
@@ -228,7 +235,13 @@ def _plan(cycle: _Cycle, cluster: Cluster, runtime: Runtime) -> sync_fetch.Clust
             continue
         job = cycle.job_by_id[task.job_id]
         plan.namespaces.setdefault(task.namespace, {})[task.name] = sync_fetch.TaskSnap(
-            task.pk, job.pk, job.name, task.head, not keep_rows(job), job.started_at
+            task.pk,
+            job.pk,
+            job.name,
+            task.head,
+            not keep_rows(job),
+            job.started_at,
+            0 if job.stopped else task.replicas,
         )
         if job.pk in cycle.due:
             names = plan.metrics_jobs.setdefault(task.namespace, [])
@@ -290,6 +303,7 @@ def _take_answers(cycle: _Cycle, results: dict[int, sync_fetch.ClusterResult]) -
             answers.observed[task.job_id][task.name] = infos
         answers.signals.update(result.signals)
         answers.pod_metrics.update(result.metrics or {})
+        answers.refusals.update(result.refusals)
     return answers
 
 
@@ -392,11 +406,13 @@ def observe_jobs(
     signals: dict[tuple[int, str], dict[str, Any]],
     tasks_by_job: dict[int, list[Task]] | None = None,
     rows: dict[int, dict[str, Pod]] | None = None,
+    refusals: dict[int, str] | None = None,
 ) -> int:
     """Fold one observation of many jobs into the database; returns how many jobs changed.
 
     ``observed``: job id -> Task name -> reported Pods; ``signals``: (task id, Pod name) -> log signals just
-    read. First the differences are computed against the rows already loaded (``tasks_by_job``/``rows``, else
+    read; ``refusals``: task id -> the cluster's message for refusing to create its Pods (``sync_fetch``). First
+    the differences are computed against the rows already loaded (``tasks_by_job``/``rows``, else
     loaded here); only jobs with a difference are then locked (``SELECT ... FOR UPDATE SKIP LOCKED``: a job
     being reconciled elsewhere is left for its own sync), re-read and written in bulk in one transaction."""
     if not jobs:
@@ -411,7 +427,9 @@ def observe_jobs(
     dirty = []
     for job in jobs:
         try:
-            if diff(job, tasks_by_job.get(job.pk, []), rows, observed.get(job.pk, {}), down, signals, now):
+            if diff(
+                job, tasks_by_job.get(job.pk, []), rows, observed.get(job.pk, {}), down, signals, now, refusals=refusals
+            ):
                 dirty.append(job.pk)
         except Exception:  # noqa: BLE001
             logger.exception("status aggregation of job %s", job.name)
@@ -432,7 +450,7 @@ def observe_jobs(
         for job in locked:
             try:
                 job_tasks = fresh_tasks.get(job.pk, [])
-                changes = diff(job, job_tasks, fresh_rows, observed.get(job.pk, {}), down, signals, now, locked=True)
+                changes = diff(job, job_tasks, fresh_rows, observed.get(job.pk, {}), down, signals, now, True, refusals)
             except Exception:  # noqa: BLE001
                 logger.exception("status aggregation of job %s", job.name)
                 continue

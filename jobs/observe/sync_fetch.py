@@ -78,6 +78,7 @@ class TaskSnap:
     head: bool
     active: bool  # the job runs (not stopped, not finished): its logs matter
     started_at: datetime | None
+    replicas: int = 0  # the Workers it should have now (0 when stopped): fewer Pods -> ask why (refusals)
 
 
 @dataclasses.dataclass
@@ -118,6 +119,7 @@ class ClusterResult:
     pods: dict[int, list[PodInfo]] = dataclasses.field(default_factory=dict)  # task id -> Pods
     signals: dict[tuple[int, str], dict[str, Any]] = dataclasses.field(default_factory=dict)  # (task, pod) -> new
     metrics: dict[str, dict[str, float]] | None = None
+    refusals: dict[int, str] = dataclasses.field(default_factory=dict)  # task id -> the cluster's FailedCreate text
     log_reads: int = 0
     calls: int = 0
     seconds: float = 0.0
@@ -226,6 +228,7 @@ def _fetch(plan: ClusterPlan) -> ClusterResult:
             for name, pods in by_name.items():
                 result.pods[tasks[name].task_id] = pods
             _read_logs(plan, runtime, namespace, tasks, by_name, result)
+            _read_refusals(runtime, namespace, tasks, by_name, result)
         for namespace, jobs in plan.metrics_jobs.items():
             try:
                 metrics = runtime.pod_metrics_all(namespace, jobs)
@@ -265,6 +268,36 @@ def _list(
         if info.task in out and (not info.job or info.job == tasks[info.task].job):
             out[info.task].append(info)
     return out
+
+
+def _read_refusals(
+    runtime: Runtime,
+    namespace: str,
+    tasks: dict[str, TaskSnap],
+    by_name: dict[str, list[PodInfo]],
+    result: ClusterResult,
+) -> None:
+    """For the Tasks of running jobs with fewer Pods than replicas, the cluster's reason for not creating them:
+    the newest ``FailedCreate`` Warning event of the Task's StatefulSet (the StatefulSet controller's, e.g. a
+    ResourceQuota's ``exceeded quota`` refusal from the API server), into ``result.refusals`` (task id -> message,
+    at most 2,000 characters). The reader is the one the Diagnosis's pending reasons use
+    (``Runtime.warning_events``, one bounded list call per namespace, and only then). An event older than the job's
+    current start (``TaskSnap.started_at``) is of an earlier run and is ignored. A cluster that cannot list events
+    adds nothing (the Pods still sync)."""
+    short = [name for name, snap in tasks.items() if snap.active and len(by_name.get(name, [])) < snap.replicas]
+    if not short:
+        return
+    try:
+        events = runtime.warning_events(namespace, "StatefulSet", short)
+        result.calls += 1
+    except (RuntimeFailure, OSError, NotImplementedError):
+        return
+    for name in short:
+        since = tasks[name].started_at
+        found = (e for e in events.get(name, []) if e.reason == "FailedCreate" and e.message)
+        refused = next((e for e in found if not stale(since, e.last_time)), None)
+        if refused is not None:
+            result.refusals[tasks[name].task_id] = refused.message[:2000]
 
 
 # --- log signals ----------------------------------------------------------------------------------------------

@@ -126,13 +126,15 @@ def diff(
     signals: dict[tuple[int, str], dict[str, Any]],
     now: datetime,
     locked: bool = False,
+    refusals: dict[int, str] | None = None,
 ) -> Changes:
     """The Pod rows, Task and Job fields that ``pods_by_task`` (Task name -> reported Pods) changes (row objects
     are updated in place; ``rows``: Task id -> Pod name -> row). Tasks whose cluster id is in ``down`` keep their
     rows; ``signals``: (task id, Pod name) -> log signals just read.
 
     ``locked``: the job's row is locked for writing, so a runtime restart is recorded on it at once
-    (``runtime_restart.new_attempt``); otherwise it only marks the job as changed."""
+    (``runtime_restart.new_attempt``); otherwise it only marks the job as changed. ``refusals``: task id -> the
+    cluster's message for refusing to create that Task's Pods (``phases.aggregate``)."""
     out = Changes(job)
     keep = keep_rows(job)
     for task in tasks:
@@ -151,7 +153,7 @@ def diff(
             return out  # recorded when the job is written (under its lock)
         runtime_restart.new_attempt(job, now)
         out.runtime_restarted = False
-    out.tasks, out.job_fields, out.terminal_now = aggregate(job, tasks, rows, down, now)
+    out.tasks, out.job_fields, out.terminal_now = aggregate(job, tasks, rows, down, now, refusals)
     out.job_fields = {**out.job_fields, **progress.job_fields(job, tasks, pods_by_task, signals, now, rows)}
     return out
 

@@ -99,3 +99,52 @@ def test_missing_pod_and_running_pod():
     result = pending_reasons([role([running], replicas=2)], NODES)["Actor"]
     assert [(r.code, r.pod) for r in result] == [("no_pod", "demo-actor-1")]
     assert "demo-actor-1" in result[0].message("zh-hans")
+
+
+def test_missing_claim_is_named_and_its_old_storage_class_events_are_not_blamed():
+    # the claim was deleted: the scheduler names it; a ProvisioningFailed event of the deleted claim remains
+    pod = PodView(
+        "demo-actor-0",
+        reason="Unschedulable",
+        message='0/3 nodes are available: persistentvolumeclaim "pvc-demo-actor-data" not found. not found',
+    )
+    old = [{"reason": "ProvisioningFailed", "message": 'storageclass.storage.k8s.io "fast" not found'}]
+    (reason,) = pending_reasons([role([pod], claims={"pvc-demo-actor-data": old})], NODES)["Actor"]
+    en, zh = reason.message("en"), reason.message("zh-hans")
+    assert "pvc-demo-actor-data" in en and "does not exist in the cluster" in en
+    assert "StorageClass" not in en and "fast" not in en
+    assert "pvc-demo-actor-data" in zh and "不存在" in zh and "StorageClass" not in zh
+
+
+def test_a_claim_being_deleted_is_a_missing_claim():
+    pod = PodView(
+        "demo-actor-0",
+        reason="Unschedulable",
+        message='0/6 nodes are available: persistentvolumeclaim "pvc-demo-actor-data" is being deleted. not found',
+        events=[{"reason": "FailedScheduling", "message": "pod has unbound immediate PersistentVolumeClaims"}],
+    )
+    old = [{"reason": "ProvisioningFailed", "message": 'storageclass.storage.k8s.io "fast" not found'}]
+    (reason,) = pending_reasons([role([pod], claims={"pvc-demo-actor-data": old})], NODES)["Actor"]
+    assert "pvc-demo-actor-data" in reason.message("en") and "does not exist" in reason.message("en")
+    assert "fast" not in reason.message("en")
+
+
+def test_unnamed_unbound_claim_names_the_templates_claims_not_a_question_mark():
+    pod = PodView(
+        "demo-actor-0",
+        reason="Unschedulable",
+        message="0/6 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found",
+    )
+    (reason,) = pending_reasons([role([pod], claim_names=["pvc-demo-actor-data"])], NODES)["Actor"]
+    assert reason.code == "pvc_unbound"
+    assert "pvc-demo-actor-data" in reason.message("en") and "?" not in reason.message("en")
+    many = [f"pvc-{i}" for i in range(7)]
+    (reason,) = pending_reasons([role([pod], claim_names=many)], NODES)["Actor"]
+    assert "pvc-0, pvc-1, pvc-2, pvc-3, pvc-4, …" in reason.message("en") and "pvc-5" not in reason.message("en")
+
+
+def test_a_named_claim_is_not_blamed_on_another_claims_events():
+    pod = PodView("demo-actor-0", reason="Unschedulable", message="PersistentVolumeClaim pvc-a is not bound")
+    other = [{"reason": "ProvisioningFailed", "message": 'storageclass.storage.k8s.io "slow" not found'}]
+    (reason,) = pending_reasons([role([pod], claims={"pvc-a": [], "pvc-b": other})], NODES)["Actor"]
+    assert reason.code == "pvc_unbound" and "pvc-a" in reason.message("en") and "slow" not in reason.message("en")

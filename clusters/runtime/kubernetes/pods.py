@@ -44,8 +44,13 @@ def list_pods(kube: KubeApi, namespace: str, selector: str) -> list[PodInfo]:
     return out
 
 
+WARNING_EVENTS_LIMIT = 500  # events one list call reads (the API server's ``limit``): a bounded answer
+
+
 def warning_events(kube: KubeApi, namespace: str, kind: str, names: list[str]) -> dict[str, list[PodEvent]]:
-    """``{name: [Warning events, newest first, at most 10]}`` of the objects ``names`` of ``kind``."""
+    """``{name: [Warning events, newest first, at most 10]}`` of the objects ``names`` of ``kind``: one list call
+    with the field selector ``involvedObject.kind=<kind>,type=Warning``, at most :data:`WARNING_EVENTS_LIMIT`
+    events (the first page; a namespace with more Warning events of that kind loses the rest)."""
     wanted = set(names)
     if not wanted:
         return {}
@@ -53,6 +58,7 @@ def warning_events(kube: KubeApi, namespace: str, kind: str, names: list[str]) -
         kube.core.list_namespaced_event,
         namespace,
         field_selector=f"involvedObject.kind={kind},type=Warning",
+        limit=WARNING_EVENTS_LIMIT,
         what="events",
     )
     out: dict[str, list[PodEvent]] = {}
