@@ -24,6 +24,7 @@ TYPE_LABELS = {
     "RayNodesJoined": _("Ray nodes joined"),
     "RLinfWaiting": _("RLinf waiting for nodes"),
     "ReplicaFailure": _("Pods refused by the cluster"),
+    "WorkersReady": _("Workers ready"),
 }
 STATUS_LABELS = {
     "True": pgettext_lazy("condition status", "True"),
