@@ -13,8 +13,8 @@ from clusters.runtime.base import PodEvent
 from jobs.control import controller
 from jobs.models import Job, Task
 from jobs.observe.status import get_condition
-from jobs.observe.sync import sync_job
-from tests.fake_runtime import FakeRuntime, fake_clusters, job_document
+from tests.fake_runtime import FakeRuntime, fake_clusters
+from tests.jobs.test_sync import resync, submit
 
 pytestmark = pytest.mark.django_db
 
@@ -57,19 +57,6 @@ def fake(monkeypatch, settings, tmp_path):
     runtime = RefusingRuntime("alpha")
     monkeypatch.setattr(registry, "runtime_for", lambda cluster: runtime)
     return runtime
-
-
-def submit(owner) -> Job:
-    job = Job.objects.create(name="demo", owner=owner, spec=job_document("demo"))
-    controller.request_reconcile(job)
-    job.refresh_from_db()
-    return job
-
-
-def resync(job: Job) -> Job:
-    sync_job(job)
-    job.refresh_from_db()
-    return job
 
 
 def test_refusal_is_the_condition_and_the_message_and_clears_when_the_pods_exist(fake, alice):
