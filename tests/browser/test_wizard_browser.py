@@ -35,6 +35,13 @@ def at_step(page: Page, n: int) -> None:
     expect(page.locator("[data-testid=wizard]")).to_have_attribute("data-step", str(n))
 
 
+def settled(page: Page) -> None:
+    """Wait until the wizard's form has no request in flight (htmx marks it ``htmx-request``), as a user waits
+    for the form to reload before the next click: under load, a click sent while the previous swap was still
+    coming was answered with the form as it was before that swap."""
+    expect(page.locator("[data-testid=wizard]")).not_to_have_class(re.compile(r"\bhtmx-request\b"))
+
+
 def open_rollout_tab(page: Page, server, prefix: str) -> None:
     """Log in, fill step 1 with a fresh job name, go to step 2 and open the second role's tab (Rollout)."""
     login(page, server)
@@ -298,6 +305,7 @@ def test_rlinf_import_in_the_browser(console_server, page, lang):
     expect(page.locator("[data-testid=wizard]")).to_contain_text("ROBOT_IP")
     shot(page, f"wizard-rlinf-robot-ip-{short}.png")
     page.locator("[data-testid=acknowledge-rlinf_robot_ip_invalid] input").check()
+    settled(page)
     page.click("[data-testid=next]")
     at_step(page, 2)
     expect(page.locator("[data-testid=selector-0]")).to_have_value("rlinf.io/node-group=4090")

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.test_wizard_browser import IMAGE, at_step, login, shot, step1
+from tests.browser.test_wizard_browser import IMAGE, at_step, login, settled, shot, step1
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
@@ -19,8 +19,11 @@ SELECTORS = ("pool=head", "kubernetes.io/hostname=local-gpu-1", "rlinf.io/node-g
 def fill_role(page: Page, i: int) -> None:
     """Pin role ``i`` to the demo cluster and give it a selector matching one node and an image."""
     if page.locator(f"[data-testid=cluster-{i}]").input_value() != "local":
-        page.select_option(f"[data-testid=cluster-{i}]", "local")
-        page.wait_for_load_state("networkidle")
+        # a new cluster re-renders the form: wait for that answer before typing (a user sees the form reload)
+        with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/jobs/new/")):
+            page.select_option(f"[data-testid=cluster-{i}]", "local")
+        settled(page)
+        expect(page.locator(f"[data-testid=cluster-{i}]")).to_have_value("local")
     page.fill(f"[data-testid=selector-{i}]", SELECTORS[i])
     if i:  # the Header's replicas are fixed at 1
         page.fill(f"[data-testid=replicas-{i}]", "1")
@@ -28,6 +31,7 @@ def fill_role(page: Page, i: int) -> None:
     if i == 2:
         page.click("[data-testid=add-dev-2]")
         expect(page.locator("[data-testid=dev-key-2-0]")).to_have_value("rlinf.io/device-franka")
+    settled(page)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh-hans"])
