@@ -22,7 +22,6 @@ that was lost while the job ran). Conditions are the Kubernetes-style list of ``
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -34,7 +33,7 @@ from jobs.control import controller
 from jobs.models import Job, Phase, Pod, Task
 from jobs.observe import ray_nodes, runtime_restart
 from jobs.observe.log_markers import CHECK_FAILED
-from jobs.observe.status import get_condition, set_condition
+from jobs.observe.status import REFUSED_SENTENCE, get_condition, set_condition
 from jobs.observe.sync_fetch import stale
 
 CRASHLOOP_LIMIT = int(settings.RLARK_CRASHLOOP_LIMIT)
@@ -218,14 +217,11 @@ def image_pull_problem(row: Pod) -> str | None:
     return None
 
 
-REFUSED_SENTENCE = re.compile(r"^The cluster refuses to create Pod (?P<pod>\S+): (?P<message>.+)$", re.S)
-
-
 def stored_refusal(task: Task) -> str:
     """The cluster's refusal that the last sync stored in ``task.message`` (:func:`pending_reason`'s sentence), ""
     when there is none: what a page shows without asking the cluster again."""
     m = REFUSED_SENTENCE.match(task.message or "")
-    return m.group("message") if m else ""
+    return m.group("tail") if m else ""
 
 
 def pending_reason(task: Task, pods: list[Pod], refused: str = "") -> str:

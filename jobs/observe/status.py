@@ -254,6 +254,8 @@ def task_of_pod(job: Job, pod_name: str) -> Task:
 
 
 # The sync stores English messages (API, logs); pages show the common ones in the user's language.
+# jobs.observe.phases.pending_reason's sentence for a Pod the cluster refuses to create (its own message in ``tail``)
+REFUSED_SENTENCE = re.compile(r"^The cluster refuses to create Pod (?P<pod>\S+): (?P<tail>.*)$", re.S)
 _WHO = r"^(?P<kind>Header|Worker) (?P<pod>\S+) \(role (?P<role>[^)]*)\)"
 _MESSAGES = (
     (re.compile(r"^All (?P<n>\d+) Workers running$"), gettext_lazy("All %(n)s Workers running")),
@@ -316,10 +318,7 @@ _MESSAGES = (
     ),
     (re.compile(r"^Image cannot be pulled: (?P<tail>.*)$", re.S), gettext_lazy("The image cannot be pulled:")),
     # jobs.observe.phases.pending_reason: the API server's own refusal (a ResourceQuota's) is quoted as it is
-    (
-        re.compile(r"^The cluster refuses to create Pod (?P<pod>\S+): (?P<tail>.*)$", re.S),
-        gettext_lazy("The cluster refuses to create Pod %(pod)s:"),
-    ),
+    (REFUSED_SENTENCE, gettext_lazy("The cluster refuses to create Pod %(pod)s:")),
     # jobs.observe.phases.replica_failure_condition: the role, then the cluster's refusal as it is
     (re.compile(r"^Role (?P<role>[^:]+): (?P<tail>.+)$", re.S), gettext_lazy("Role %(role)s:")),
     (

@@ -150,12 +150,8 @@ def namespace_containers(rn, namespace: str) -> list[str]:
 def namespace_running(rn, namespace: str) -> list[str]:
     """IDs of the containers (sandboxes included) of ``namespace``'s Pods whose process still runs on real nodes
     ``rn`` (:func:`namespace_containers` whose task is RUNNING)."""
-    out = []
-    for node in rn.nodes:
-        listing = node.ctr("containers", "ls", "labels.io.kubernetes.pod.namespace==" + namespace, timeout=30)
-        ids = {line.split()[0] for line in listing.splitlines()[1:] if line.strip()}
-        out += [cid for cid in node.running_tasks() if cid in ids]
-    return out
+    running = {cid for node in rn.nodes for cid in node.running_tasks()}  # IDs are unique across the nodes
+    return [cid for cid in namespace_containers(rn, namespace) if cid in running]
 
 
 # On a failure, attach the test namespace's events and Pods (the hook of tests/k8s_real, for this directory too).
